@@ -1,0 +1,51 @@
+# kbroker: the README's two commands are `make run` and `make test`.
+# Everything a target needs is installed by the target itself, into .venv.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+SCHEMAS ?= ../shared/kafka-protocol
+
+.PHONY: run test lint gen gen-check schemas bench-codec bench-log clean
+
+$(VENV)/.run-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	touch $@ $(VENV)/.run-installed
+
+## run: start a broker on localhost:9092 with its data in ./data
+run: $(VENV)/.run-installed
+	$(PY) -m kbroker serve --override log.dirs=./data
+
+## test: install everything the tests need, then run lint and every test
+test: $(VENV)/.test-installed lint
+	$(PY) -m pytest
+
+lint: $(VENV)/.test-installed
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+
+## gen / schemas: regenerate wire/_generated from Kafka's JSON schemas
+gen schemas: $(VENV)/.run-installed
+	$(PY) -m wire.codegen --schemas $(SCHEMAS)
+
+## gen-check: fail if the committed table differs from what the schemas give
+gen-check: $(VENV)/.run-installed
+	$(PY) -m wire.codegen --schemas $(SCHEMAS) --check
+
+bench-codec: $(VENV)/.test-installed
+	$(PY) -m bench.codec_bench
+
+bench-log: $(VENV)/.test-installed
+	$(PY) -m bench.log_bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info
