@@ -17,10 +17,18 @@ _INT_TYPES = ("int8", "int16", "uint16", "int32", "uint32", "int64")
 FIELD_DEFAULTS = {"nullable": None, "tagged": None, "tag": None, "ignorable": False, "map_key": False}
 
 
+def _usual(key: str, value: Any) -> bool:
+    """True when a field row may leave this key out (type-exact: 0 is not False)."""
+    if key not in FIELD_DEFAULTS:
+        return False
+    usual = FIELD_DEFAULTS[key]
+    return type(value) is type(usual) and value == usual
+
+
 def _render_fields(fields: tuple, indent: str) -> list[str]:
     lines = []
     for f in fields:
-        row = {k: v for k, v in f.items() if k != "fields" and FIELD_DEFAULTS.get(k, 0) != v}
+        row = {k: v for k, v in f.items() if k != "fields" and not _usual(k, v)}
         if "fields" in f:
             lines.append(f"{indent}{{{repr(row)[1:-1]}, 'fields': (")
             lines += _render_fields(f["fields"], indent + "    ")

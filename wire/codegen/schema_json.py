@@ -121,7 +121,7 @@ def _normalize_field(f: dict[str, Any], common: dict[str, dict[str, Any]]) -> di
         "versions": versions,
         "nullable": parse_versions(f.get("nullableVersions")),
         "tagged": parse_versions(f.get("taggedVersions")),
-        "tag": f.get("tag"),
+        "tag": None if f.get("tag") is None else int(f["tag"]),
         "default": _parse_default(ftype, f.get("default")),
         "ignorable": bool(f.get("ignorable", False)),
         "map_key": bool(f.get("mapKey", False)),
