@@ -22,37 +22,15 @@ from typing import Any
 
 from wire.errors import DecodeError, EncodeError
 from wire.interpreter import min_wire_size
-from wire.primitives import ZERO_UUID, uvarint_bytes
+from wire.primitives import ZERO_UUID
 from wire.schema import FieldSpec, MessageSpec, StructSpec, uuid_from_bytes
+from wire.varint import decode_unsigned_varint, encode_unsigned_varint
 
 _FMT = {
     "bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
     "int64": "q", "float64": "d",
 }
 _SIZE = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
-_UV1 = [bytes((i,)) for i in range(128)]
-
-
-def uv_bytes(n: int) -> bytes:
-    return _UV1[n] if 0 <= n < 128 else uvarint_bytes(n)
-
-
-def read_uvarint(d: Any, p: int) -> tuple[int, int]:
-    """Unsigned varint (at most 5 bytes) at d[p]; returns (value, next position)."""
-    b = d[p]
-    if b < 0x80:
-        return b, p + 1
-    value = b & 0x7F
-    shift = 7
-    for i in range(1, 5):
-        b = d[p + i]
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, p + i + 1
-        shift += 7
-    raise DecodeError(f"unsigned varint longer than 5 bytes at byte {p}")
-
-
 class _Src:
     """Source text with indentation and fresh local names."""
 
@@ -77,8 +55,8 @@ class _Unit:
         self.flex = spec.is_flexible(version)
         self.src = _Src()
         self.consts: dict[str, Any] = {
-            "DecodeError": DecodeError, "EncodeError": EncodeError, "uv": read_uvarint,
-            "UV": uv_bytes, "UUID": uuid_from_bytes, "ZERO_UUID": ZERO_UUID, "S": struct.Struct,
+            "DecodeError": DecodeError, "EncodeError": EncodeError, "uv": decode_unsigned_varint,
+            "UV": encode_unsigned_varint, "UUID": uuid_from_bytes, "ZERO_UUID": ZERO_UUID, "S": struct.Struct,
             "pack": struct.pack, "unpack_from": struct.unpack_from, "I32": struct.Struct(">i"),
             "I16": struct.Struct(">h"), "I8": struct.Struct(">b"),
         }
@@ -239,7 +217,7 @@ class _Unit:
                     self.enc_field(f, x, 2)
                     e(2, "A, out = A0, out0")
                     e(2, "body = b''.join(sub)")
-                    e(2, f"tags.append({uv_bytes(f.tag)!r} + UV(len(body)) + body)")  # type: ignore[arg-type]
+                    e(2, f"tags.append({encode_unsigned_varint(f.tag)!r} + UV(len(body)) + body)")  # type: ignore[arg-type]
                 e(1, "A(UV(len(tags)))")
                 e(1, "out.extend(tags)")
         e(1, "return None")

@@ -18,6 +18,7 @@ import struct
 import uuid
 
 from wire.errors import DecodeError, EncodeError
+from wire.varint import encode_unsigned_varint
 
 _i8 = struct.Struct(">b")
 _i16 = struct.Struct(">h")
@@ -36,20 +37,6 @@ INT_RANGES = {
     "uint32": (0, (1 << 32) - 1),
     "int64": (-(1 << 63), (1 << 63) - 1),
 }
-
-
-def uvarint_bytes(n: int) -> bytes:
-    """Unsigned varint encoding of 0 <= n < 2**64."""
-    if n < 0x80:
-        if n < 0:
-            raise EncodeError(f"unsigned varint of a negative value {n}")
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 class Reader:
@@ -211,7 +198,10 @@ class Writer:
         self.parts.append(v.bytes)
 
     def uvarint(self, n: int) -> None:
-        self.parts.append(uvarint_bytes(n))
+        try:
+            self.parts.append(encode_unsigned_varint(n))
+        except ValueError as e:
+            raise EncodeError(str(e)) from None
 
     def length(self, n: int, compact: bool, wide: bool) -> None:
         if compact:
