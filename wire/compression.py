@@ -87,7 +87,7 @@ def compress(codec: Compression | int, data) -> bytes:
         # Frame format with independent blocks and no content checksum, as Java's
         # Lz4BlockOutputStream writes (cramjam's one-shot compress() links blocks).
         c = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
-        c.compress(data)
+        c.compress(data if type(data) is bytes else bytes(data))  # takes bytes only
         return bytes(c.finish())
     if codec is Compression.ZSTD:
         return bytes(cramjam.zstd.compress(data))
