@@ -21,7 +21,7 @@ Theory of operation
 Rule: wire imports nothing from log, groups or kbroker, and no I/O modules.
 """
 
-from wire._generated import messages
+from wire import messages
 from wire.codec import decode, decode_at, encode, encode_parts
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError, EncodeError, UnsupportedVersionError, WireError

@@ -1,0 +1,289 @@
+"""Broker configuration: Kafka's property names, types and defaults (KafkaConfig).
+
+Built from a server.properties file plus ``--override key=value`` pairs, like
+``kafka-server-start.sh``.  Our defaults differ from Kafka's in five places only, so
+that ``kbroker serve`` with no file is a useful single-node broker:
+``listeners=PLAINTEXT://localhost:9092``, ``log.dirs=./data``, ``node.id=1``,
+``num.partitions=1`` (Kafka's too) and ``auto.create.topics.enable=true`` (Kafka's too).
+An unknown property is warned about and ignored; an invalid value raises ConfigError
+naming the property, and startup stops.  KRaft controller settings (process.roles,
+controller.quorum.voters, ...) are accepted so Kafka's own files load unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from log.config import SERVER_SYNONYMS, LogConfig
+
+log = logging.getLogger("kbroker.config")
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+class ConfigError(ValueError):
+    """An invalid configuration value; the message names the property."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    name: str
+    type: str            # boolean, short, int, long, double, string, list, password
+    default: Any         # parsed value, or None for "no default"
+    valid: tuple[str, ...] | None = None   # allowed values for strings/lists
+    at_least: int | None = None
+
+
+def _k(name: str, type_: str, default: Any, valid: tuple[str, ...] | None = None,
+       at_least: int | None = None) -> ConfigKey:
+    return ConfigKey(name, type_, default, valid, at_least)
+
+
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+KEYS: dict[str, ConfigKey] = {k.name: k for k in [
+    # ---- server basics
+    _k("listeners", "list", ["PLAINTEXT://localhost:9092"]),
+    _k("advertised.listeners", "list", None),
+    _k("listener.security.protocol.map", "string",
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+    _k("inter.broker.listener.name", "string", None),
+    _k("node.id", "int", 1, at_least=0),
+    _k("broker.id", "int", -1),
+    _k("broker.rack", "string", None),
+    _k("process.roles", "list", []),
+    _k("controller.quorum.voters", "list", []),
+    _k("controller.quorum.bootstrap.servers", "list", []),
+    _k("controller.listener.names", "list", []),
+    _k("log.dirs", "list", ["./data"]),
+    _k("log.dir", "string", "/tmp/kafka-logs"),
+    _k("num.network.threads", "int", 3, at_least=1),
+    _k("num.io.threads", "int", 8, at_least=1),
+    _k("background.threads", "int", 10, at_least=1),
+    _k("queued.max.requests", "int", 500, at_least=1),
+    _k("socket.send.buffer.bytes", "int", 102400),
+    _k("socket.receive.buffer.bytes", "int", 102400),
+    _k("socket.request.max.bytes", "int", 104857600, at_least=1),
+    _k("connections.max.idle.ms", "long", 600000),
+    _k("request.timeout.ms", "int", 30000, at_least=0),
+    _k("num.recovery.threads.per.data.dir", "int", 2, at_least=1),
+    # ---- topics
+    _k("auto.create.topics.enable", "boolean", True),
+    _k("delete.topic.enable", "boolean", True),
+    _k("num.partitions", "int", 1, at_least=1),
+    _k("default.replication.factor", "int", 1, at_least=1),
+    _k("min.insync.replicas", "int", 1, at_least=1),
+    _k("unclean.leader.election.enable", "boolean", False),
+    _k("message.max.bytes", "int", 1048588, at_least=0),
+    _k("compression.type", "string", "producer",
+       ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    # ---- log (topic-config synonyms, see log.config.SERVER_SYNONYMS)
+    _k("log.segment.bytes", "int", 1073741824, at_least=14),
+    _k("log.roll.ms", "long", None, at_least=1),
+    _k("log.roll.hours", "int", 168, at_least=1),
+    _k("log.roll.jitter.ms", "long", None, at_least=0),
+    _k("log.roll.jitter.hours", "int", 0, at_least=0),
+    _k("log.retention.ms", "long", None),
+    _k("log.retention.minutes", "int", None),
+    _k("log.retention.hours", "int", 168),
+    _k("log.retention.bytes", "long", -1),
+    _k("log.retention.check.interval.ms", "long", 300000, at_least=1),
+    _k("log.index.size.max.bytes", "int", 10485760, at_least=4),
+    _k("log.index.interval.bytes", "int", 4096, at_least=0),
+    _k("log.flush.interval.messages", "long", LONG_MAX, at_least=1),
+    _k("log.flush.interval.ms", "long", None),
+    _k("log.flush.scheduler.interval.ms", "long", LONG_MAX),
+    _k("log.flush.offset.checkpoint.interval.ms", "int", 60000, at_least=0),
+    _k("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, at_least=0),
+    _k("log.segment.delete.delay.ms", "long", 60000, at_least=0),
+    _k("log.message.timestamp.type", "string", "CreateTime", ("CreateTime", "LogAppendTime")),
+    _k("log.message.timestamp.before.max.ms", "long", LONG_MAX, at_least=0),
+    _k("log.message.timestamp.after.max.ms", "long", 3600000, at_least=0),
+    _k("log.cleanup.policy", "list", ["delete"], ("delete", "compact")),
+    _k("log.cleaner.enable", "boolean", True),
+    _k("log.cleaner.threads", "int", 1, at_least=0),
+    _k("log.cleaner.delete.retention.ms", "long", 86400000, at_least=0),
+    _k("log.cleaner.min.compaction.lag.ms", "long", 0, at_least=0),
+    _k("log.cleaner.min.cleanable.ratio", "double", 0.5),
+    _k("log.preallocate", "boolean", False),
+    # ---- groups and offsets (issue 5)
+    _k("offsets.topic.num.partitions", "int", 50, at_least=1),
+    _k("offsets.topic.replication.factor", "short", 3, at_least=1),
+    _k("offsets.topic.segment.bytes", "int", 104857600, at_least=1),
+    _k("offsets.retention.minutes", "int", 10080, at_least=1),
+    _k("offsets.retention.check.interval.ms", "long", 600000, at_least=1),
+    _k("offsets.commit.timeout.ms", "int", 5000, at_least=1),
+    _k("offsets.load.buffer.size", "int", 5242880, at_least=1),
+    _k("group.initial.rebalance.delay.ms", "int", 3000),
+    _k("group.min.session.timeout.ms", "int", 6000),
+    _k("group.max.session.timeout.ms", "int", 1800000),
+    _k("group.max.size", "int", INT_MAX, at_least=1),
+    # ---- producers and transactions
+    _k("producer.id.expiration.ms", "int", 86400000, at_least=1),
+    _k("transactional.id.expiration.ms", "int", 604800000, at_least=1),
+    _k("transaction.max.timeout.ms", "int", 900000, at_least=1),
+    _k("transaction.state.log.num.partitions", "int", 50, at_least=1),
+    _k("transaction.state.log.replication.factor", "short", 3, at_least=1),
+    _k("transaction.state.log.min.isr", "int", 2, at_least=1),
+]}
+
+
+_INT_BOUNDS = {"short": (-(1 << 15), (1 << 15) - 1), "int": (-(1 << 31), INT_MAX),
+               "long": (-(1 << 63), LONG_MAX)}
+_LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9a-fA-F:.]+\]|[^:/\s]*):(\d+)$")
+
+
+def parse_value(key: ConfigKey, raw: str) -> Any:
+    text = raw.strip()
+    t = key.type
+    try:
+        if t == "boolean":
+            if text.lower() not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return text.lower() == "true"
+        if t in _INT_BOUNDS:
+            value = int(text)
+            lo, hi = _INT_BOUNDS[t]
+            if not lo <= value <= hi:
+                raise ValueError(f"out of range for a {t}")
+            if key.at_least is not None and value < key.at_least:
+                raise ValueError(f"must be at least {key.at_least}")
+            return value
+        if t == "double":
+            return float(text)
+        if t == "list":
+            items = [p.strip() for p in text.split(",") if p.strip()]
+            if key.valid is not None:
+                bad = [i for i in items if i not in key.valid]
+                if bad:
+                    raise ValueError(f"{bad[0]!r} is not one of {', '.join(key.valid)}")
+            return items
+        if key.valid is not None and text not in key.valid:
+            raise ValueError(f"not one of {', '.join(key.valid)}")
+        return text
+    except ValueError as e:
+        raise ConfigError(f"Invalid value {raw!r} for configuration {key.name}: {e}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    name: str        # listener name, e.g. PLAINTEXT
+    host: str        # "" binds every interface (Kafka: empty host = default interface)
+    port: int
+
+    @property
+    def bind_host(self) -> str | None:
+        return self.host.strip("[]") or None
+
+
+def parse_listeners(items: list[str], prop: str) -> list[Listener]:
+    out = []
+    for item in items:
+        m = _LISTENER.match(item)
+        if not m:
+            raise ConfigError(f"Invalid value {item!r} for configuration {prop}: "
+                              "expected NAME://host:port")
+        port = int(m.group(3))
+        if port > 65535:
+            raise ConfigError(f"Invalid value {item!r} for configuration {prop}: port out of range")
+        out.append(Listener(m.group(1).upper(), m.group(2), port))
+    return out
+
+
+class BrokerConfig:
+    """Parsed, validated broker settings.  ``cfg["log.dirs"]`` gives a typed value."""
+
+    def __init__(self, props: dict[str, str] | None = None):
+        self.originals = dict(props or {})
+        self.values: dict[str, Any] = {k.name: k.default for k in KEYS.values()}
+        self.unknown: list[str] = []
+        for name, raw in self.originals.items():
+            key = KEYS.get(name)
+            if key is None:
+                self.unknown.append(name)
+                log.warning("The configuration '%s' was supplied but isn't a known config.", name)
+                continue
+            self.values[name] = parse_value(key, raw)
+        self.listeners = parse_listeners(self.values["listeners"], "listeners")
+        if not self.listeners:
+            raise ConfigError("Invalid value '' for configuration listeners: no listener")
+        adv = self.values["advertised.listeners"]
+        self.advertised_listeners = parse_listeners(adv, "advertised.listeners") if adv else None
+        if not self.values["log.dirs"]:
+            raise ConfigError("Invalid value '' for configuration log.dirs: no directory")
+        if self.values["group.min.session.timeout.ms"] > self.values["group.max.session.timeout.ms"]:
+            raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        self.log_config = self._default_log_config()
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def node_id(self) -> int:
+        return self.values["node.id"]
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return list(self.values["log.dirs"])
+
+    def _broker_value(self, prop: str) -> Any:
+        """The broker-level value behind a topic config, with Kafka's ms/minutes/hours rules."""
+        v = self.values
+        if prop == "log.retention.ms":
+            if v["log.retention.ms"] is not None:
+                return v["log.retention.ms"]
+            if v["log.retention.minutes"] is not None:
+                return v["log.retention.minutes"] * 60_000
+            return v["log.retention.hours"] * 3_600_000
+        if prop == "log.roll.ms":
+            return v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3_600_000
+        if prop == "log.roll.jitter.ms":
+            j = v["log.roll.jitter.ms"]
+            return j if j is not None else v["log.roll.jitter.hours"] * 3_600_000
+        if prop == "log.flush.interval.ms":
+            f = v["log.flush.interval.ms"]
+            return f if f is not None else v["log.flush.scheduler.interval.ms"]
+        if prop == "log.cleanup.policy":
+            return ",".join(v[prop])
+        return v.get(prop)
+
+    def _default_log_config(self) -> LogConfig:
+        """The LogConfig every topic starts from: Kafka's topic defaults overridden by the
+        broker's ``log.*`` synonyms."""
+        props: dict[str, object] = {}
+        for topic_prop, server_prop in SERVER_SYNONYMS.items():
+            if server_prop not in KEYS:
+                continue
+            value = self._broker_value(server_prop)
+            if value is not None:
+                props[topic_prop] = value
+        try:
+            base = LogConfig.from_properties(props)
+        except (ValueError, KeyError) as e:
+            raise ConfigError(f"Invalid log configuration: {e}") from None
+        # Server-level values are defaults, not topic overrides.
+        return dataclasses.replace(base, overrides=())
+
+
+def load_config(path: str | None, overrides: list[str]) -> BrokerConfig:
+    """server.properties (optional) plus ``key=value`` overrides, later ones winning."""
+    from kbroker.properties import parse_properties
+
+    props: dict[str, str] = {}
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                props.update(parse_properties(f.read()))
+        except OSError as e:
+            raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"Invalid override {item!r}: expected key=value")
+        k, v = item.split("=", 1)
+        props[k.strip()] = v
+    return BrokerConfig(props)

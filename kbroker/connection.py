@@ -1,0 +1,196 @@
+"""One client connection: framing, in-order pipelining, flow control (an asyncio.Protocol).
+
+Requests on a connection are decoded as they arrive and each takes a response slot in
+arrival order; responses leave strictly in that order (Kafka clients match responses
+to the oldest in-flight request).  A handler that parks (Fetch long-poll) holds up
+only this connection's later responses, never other connections.  A slot whose
+handler answered ``NO_RESPONSE`` (acks=0 Produce) is released without writing.
+
+What closes the connection, as Kafka's SocketServer does: a frame size below zero or
+above ``socket.request.max.bytes``; a header that cannot be parsed; an unknown API
+key; a version outside the range the broker serves (except ApiVersions, which gets
+the KIP-511 v0 error answer); a request body that does not decode; a handler crash.
+Reading pauses while too many responses are pending or the transport's write buffer is
+full (uvicorn-style flow control), so a slow reader cannot make the broker buffer
+without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from kbroker.registry import NO_RESPONSE, REGISTRY
+from kbroker.request_context import RequestContext
+from wire.codec import decode_at
+from wire.errors import DecodeError, WireError
+from wire.framing import FrameDecoder, FrameError
+from wire.headers import decode_request_header, encode_response
+from wire.schema import REQUESTS
+
+if TYPE_CHECKING:
+    from kbroker.broker_state import BrokerState
+
+log = logging.getLogger("kbroker.connection")
+
+API_VERSIONS = 18
+MAX_PENDING = 64          # responses awaiting their turn before reading pauses
+
+
+class _Slot:
+    __slots__ = ("parts", "ready")
+
+    def __init__(self) -> None:
+        self.parts: list[Any] | None = None
+        self.ready = False
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, state: BrokerState):
+        self.state = state
+        self.decoder = FrameDecoder(state.config["socket.request.max.bytes"])
+        self.slots: deque[_Slot] = deque()
+        self.tasks: set[asyncio.Future[Any]] = set()
+        self.transport: asyncio.Transport | None = None
+        self.peer = ""
+        self.closed = False
+        self._read_paused = False
+        self._write_paused = False
+
+    # ------------------------------------------------------------ asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.state.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.state.connections.discard(self)
+        for t in self.tasks:
+            t.cancel()
+        self.tasks.clear()
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.decoder.feed(data)
+        except FrameError as e:
+            self._abort(f"bad frame: {e}")
+            return
+        while not self.closed:
+            frame = self.decoder.next_frame()
+            if frame is None:
+                break
+            self._dispatch(frame)
+        self._update_reading()
+
+    # ------------------------------------------------------------ requests
+    def _dispatch(self, frame: bytearray) -> None:
+        try:
+            header, offset = decode_request_header(frame)
+        except DecodeError as e:
+            self._abort(f"unparsable request header: {e}")
+            return
+        key, version = header.request_api_key, header.request_api_version
+        entry = REGISTRY.get(key)
+        if entry is None:
+            self._abort(f"unknown api key {key}")
+            return
+        ctx = RequestContext(key, version, header.correlation_id, header.client_id, self.state, self.peer)
+        if not entry.min_version <= version <= entry.max_version:
+            if key == API_VERSIONS:
+                # KIP-511: answer an unknown ApiVersions version with error 35 in the v0 layout.
+                from kbroker.handlers.api_versions import unsupported_version_response
+
+                self._respond(ctx, 0, unsupported_version_response())
+                return
+            self._abort(f"api key {key} version {version} is not supported")
+            return
+        try:
+            request = decode_at(REQUESTS[key].cls, frame, version, offset)[0]
+        except WireError as e:
+            self._abort(f"malformed api key {key} v{version} request: {e}")
+            return
+        try:
+            result = entry.handler(ctx, request)
+        except Exception:
+            log.exception("handler for api key %d v%d failed; closing %s", key, version, self.peer)
+            self._abort("handler error")
+            return
+        if inspect.isawaitable(result):
+            slot = _Slot()
+            self.slots.append(slot)
+            fut = asyncio.ensure_future(result)
+            self.tasks.add(fut)
+            fut.add_done_callback(lambda f, s=slot, c=ctx: self._async_done(f, s, c))
+        else:
+            self._respond(ctx, version, result)
+
+    def _respond(self, ctx: RequestContext, version: int, result: Any) -> None:
+        slot = _Slot()
+        self.slots.append(slot)
+        self._fill(slot, ctx, version, result)
+
+    def _async_done(self, fut: asyncio.Future[Any], slot: _Slot, ctx: RequestContext) -> None:
+        self.tasks.discard(fut)
+        if self.closed or fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            log.error("handler for api key %d failed; closing %s", ctx.api_key, self.peer,
+                      exc_info=exc)
+            self._abort("handler error")
+            return
+        self._fill(slot, ctx, ctx.api_version, fut.result())
+
+    def _fill(self, slot: _Slot, ctx: RequestContext, version: int, result: Any) -> None:
+        if result is not NO_RESPONSE:
+            try:
+                slot.parts = encode_response(result, version, ctx.correlation_id)
+            except WireError:
+                log.exception("cannot encode the api key %d v%d response; closing %s",
+                              ctx.api_key, version, self.peer)
+                self._abort("encode error")
+                return
+        slot.ready = True
+        self._flush()
+
+    def _flush(self) -> None:
+        transport = self.transport
+        while self.slots and self.slots[0].ready:
+            slot = self.slots.popleft()
+            if slot.parts is not None and transport is not None and not self.closed:
+                transport.writelines(slot.parts)
+        self._update_reading()
+
+    # ------------------------------------------------------------ flow control / closing
+    def _update_reading(self) -> None:
+        t = self.transport
+        if t is None or self.closed:
+            return
+        should_pause = self._write_paused or len(self.slots) >= MAX_PENDING
+        if should_pause and not self._read_paused:
+            self._read_paused = True
+            t.pause_reading()
+        elif not should_pause and self._read_paused:
+            self._read_paused = False
+            t.resume_reading()
+
+    def _abort(self, why: str) -> None:
+        if self.closed:
+            return
+        log.info("closing connection from %s: %s", self.peer, why)
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
