@@ -15,8 +15,9 @@ raises :class:`wire.errors.DecodeError`.  A value that does not fit its width (e
 varint carrying more than 32 bits) is rejected rather than silently truncated like Java does:
 no real client writes one, so it can only be garbage.
 
-The one-byte case (values -64..63 / 0..127) is by far the most common in records, so every
-decoder tries it first with a single index and comparison before entering the loop.
+The one-byte case (values -64..63 / 0..127) is by far the most common in records, and two
+bytes covers most of the rest (lengths and deltas below 8192), so every decoder tries those
+inline before entering the general loop.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def decode_unsigned_varint(buf, pos: int = 0) -> tuple[int, int]:
         b = buf[pos]
         if b < 0x80:
             return b, pos + 1
+        if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
+            return (b & 0x7F) | (buf[pos + 1] << 7), pos + 2
     elif pos >= 0:
         raise DecodeError("truncated varint")
     return _decode_unsigned_slow(buf, pos, 5, _U32_MAX)
@@ -92,6 +95,8 @@ def decode_unsigned_varlong(buf, pos: int = 0) -> tuple[int, int]:
         b = buf[pos]
         if b < 0x80:
             return b, pos + 1
+        if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
+            return (b & 0x7F) | (buf[pos + 1] << 7), pos + 2
     elif pos >= 0:
         raise DecodeError("truncated varint")
     return _decode_unsigned_slow(buf, pos, 10, _U64_MAX)
@@ -103,6 +108,9 @@ def decode_varint(buf, pos: int = 0) -> tuple[int, int]:
         b = buf[pos]
         if b < 0x80:
             return (b >> 1) ^ -(b & 1), pos + 1
+        if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
+            u = (b & 0x7F) | (buf[pos + 1] << 7)
+            return (u >> 1) ^ -(u & 1), pos + 2
     elif pos >= 0:
         raise DecodeError("truncated varint")
     u, pos = _decode_unsigned_slow(buf, pos, 5, _U32_MAX)
@@ -115,6 +123,9 @@ def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
         b = buf[pos]
         if b < 0x80:
             return (b >> 1) ^ -(b & 1), pos + 1
+        if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
+            u = (b & 0x7F) | (buf[pos + 1] << 7)
+            return (u >> 1) ^ -(u & 1), pos + 2
     elif pos >= 0:
         raise DecodeError("truncated varint")
     u, pos = _decode_unsigned_slow(buf, pos, 10, _U64_MAX)
