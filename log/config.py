@@ -1,0 +1,174 @@
+"""LogConfig: the per-topic storage settings, with Kafka's topic-config names and defaults.
+
+Names and defaults are those of Kafka 4.x ``LogConfig``/``TopicConfig``; the broker-level
+synonyms (``log.segment.bytes`` ...) are listed in :data:`SERVER_SYNONYMS` so the broker can
+build a topic's config as Kafka does: topic override, else server setting, else default.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+__all__ = ["DEFAULTS", "LONG_MAX", "SERVER_SYNONYMS", "LogConfig", "ProducerStateManagerConfig"]
+
+LONG_MAX = (1 << 63) - 1
+
+# topic config name -> (attribute, default)
+_SPEC: dict[str, tuple[str, object]] = {
+    "segment.bytes": ("segment_bytes", 1024 * 1024 * 1024),
+    "segment.ms": ("segment_ms", 7 * 24 * 60 * 60 * 1000),
+    "segment.jitter.ms": ("segment_jitter_ms", 0),
+    "segment.index.bytes": ("segment_index_bytes", 10 * 1024 * 1024),
+    "index.interval.bytes": ("index_interval_bytes", 4096),
+    "retention.ms": ("retention_ms", 7 * 24 * 60 * 60 * 1000),
+    "retention.bytes": ("retention_bytes", -1),
+    "flush.messages": ("flush_messages", LONG_MAX),
+    "flush.ms": ("flush_ms", LONG_MAX),
+    "file.delete.delay.ms": ("file_delete_delay_ms", 60000),
+    "message.timestamp.type": ("message_timestamp_type", "CreateTime"),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", LONG_MAX),
+    # Kafka 4.0 changed this default from Long.MAX to one hour (KIP-1028 / KAFKA-16368).
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 3600000),
+    "max.message.bytes": ("max_message_bytes", 1024 * 1024 + 12),
+    "cleanup.policy": ("cleanup_policy", ("delete",)),
+    "compression.type": ("compression_type", "producer"),
+    "preallocate": ("preallocate", False),
+    "min.insync.replicas": ("min_insync_replicas", 1),
+    "delete.retention.ms": ("delete_retention_ms", 24 * 60 * 60 * 1000),
+    "unclean.leader.election.enable": ("unclean_leader_election_enable", False),
+}
+
+DEFAULTS: dict[str, object] = {name: default for name, (_, default) in _SPEC.items()}
+
+# topic config -> broker config that supplies its default (Kafka's ServerTopicConfigSynonyms).
+SERVER_SYNONYMS: dict[str, str] = {
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "segment.jitter.ms": "log.roll.jitter.ms",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "max.message.bytes": "message.max.bytes",
+    "cleanup.policy": "log.cleanup.policy",
+    "compression.type": "compression.type",
+    "preallocate": "log.preallocate",
+    "min.insync.replicas": "min.insync.replicas",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+
+
+def _coerce(default: object, value: object) -> object:
+    if isinstance(default, bool):
+        if isinstance(value, str):
+            v = value.strip().lower()
+            if v not in ("true", "false"):
+                raise ValueError(f"not a boolean: {value!r}")
+            return v == "true"
+        return bool(value)
+    if isinstance(default, int):
+        return int(value)  # type: ignore[arg-type]
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            return tuple(p.strip() for p in value.split(",") if p.strip())
+        return tuple(value)  # type: ignore[arg-type]
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Immutable per-log settings.  Build with ``LogConfig()`` (defaults), ``LogConfig(segment_bytes=...)``
+    or :meth:`from_properties` with Kafka names.  Invariants checked in ``__post_init__``:
+    segment.index.bytes >= 8 (one offset-index entry); message.timestamp.type is CreateTime or
+    LogAppendTime; cleanup.policy is a subset of {delete, compact}."""
+
+    segment_bytes: int = DEFAULTS["segment.bytes"]  # type: ignore[assignment]
+    segment_ms: int = DEFAULTS["segment.ms"]  # type: ignore[assignment]
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = DEFAULTS["segment.index.bytes"]  # type: ignore[assignment]
+    index_interval_bytes: int = 4096
+    retention_ms: int = DEFAULTS["retention.ms"]  # type: ignore[assignment]
+    retention_bytes: int = -1
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    file_delete_delay_ms: int = 60000
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3600000
+    max_message_bytes: int = 1024 * 1024 + 12
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    compression_type: str = "producer"
+    preallocate: bool = False
+    min_insync_replicas: int = 1
+    delete_retention_ms: int = 24 * 60 * 60 * 1000
+    unclean_leader_election_enable: bool = False
+    overrides: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        if self.segment_index_bytes < 8:
+            raise ValueError("segment.index.bytes must be at least 8")
+        if self.segment_bytes < 1:
+            raise ValueError("segment.bytes must be positive")
+        if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
+            raise ValueError(f"invalid message.timestamp.type {self.message_timestamp_type!r}")
+        if not set(self.cleanup_policy) <= {"delete", "compact"}:
+            raise ValueError(f"invalid cleanup.policy {self.cleanup_policy!r}")
+
+    @classmethod
+    def from_properties(
+        cls, props: Mapping[str, object], base: LogConfig | None = None
+    ) -> LogConfig:
+        """Kafka topic-config names -> LogConfig.  Unknown names raise ``KeyError`` (the broker
+        answers INVALID_CONFIG); values may be strings as in server.properties."""
+        values = {f.name: getattr(base, f.name) for f in fields(cls)} if base else {}
+        overrides = dict(base.overrides) if base else {}
+        for name, raw in props.items():
+            if name not in _SPEC:
+                raise KeyError(name)
+            attr, default = _SPEC[name]
+            values[attr] = _coerce(default, raw)
+            overrides[name] = str(raw)
+        values["overrides"] = tuple(sorted(overrides.items()))
+        return cls(**values)
+
+    def to_properties(self) -> dict[str, object]:
+        return {name: getattr(self, attr) for name, (attr, _) in _SPEC.items()}
+
+    # Kafka's derived accessors
+    @property
+    def max_index_size(self) -> int:
+        return self.segment_index_bytes
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    def random_segment_jitter(self) -> int:
+        """Kafka's ``randomSegmentJitter``: uniform in [0, min(jitter, segment.ms))."""
+        if self.segment_jitter_ms <= 0:
+            return 0
+        return random.randrange(min(self.segment_jitter_ms, self.segment_ms))
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerStateManagerConfig:
+    """``producer.id.expiration.ms`` (default 1 day): idle producer ids are forgotten."""
+
+    producer_id_expiration_ms: int = 86400000

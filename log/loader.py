@@ -1,0 +1,151 @@
+"""LogLoader: open a partition directory and make its segments consistent (Kafka's ``LogLoader``).
+
+Steps, in Kafka's order:
+
+1. remove leftovers: ``*.deleted`` and ``*.cleaned`` files, ``*.swap`` files (we never write
+   swaps; Kafka's compaction does), and index files whose ``.log`` is gone;
+2. open every ``.log`` as a segment, by name only.  A segment whose ``.index`` or ``.timeindex``
+   is missing, or fails its sanity check (size not a multiple of the entry size, offsets below
+   the base, last entry pointing past the data), is *recovered*: its indexes are rebuilt from
+   the data;
+3. after an unclean shutdown (no ``.kafka_cleanshutdown`` marker), recover every segment from
+   the one holding the recovery point on: validate each batch's length, magic and CRC, rebuild
+   the indexes and truncate at the first invalid or partial batch; segments after a truncation
+   are deleted.  After a clean shutdown nothing is read but the tail of the active segment
+   (from its last index entry) to find the log end offset: O(segments) file opens;
+4. if no segment is left, create an empty one at the log start offset; preallocate the active
+   segment's indexes again (they were trimmed at close);
+5. rebuild producer state: load the latest snapshot <= log end offset and replay the batch
+   headers after it (see ``Log.rebuild_producer_state``).
+
+Who may call: ``Log.open`` only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from log.clock import Clock
+from log.config import LogConfig
+from log.errors import CorruptIndexError, IndexOffsetOverflowError
+from log.files import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    log_file,
+    offset_from_file_name,
+)
+from log.scheduler import Scheduler
+from log.segment import LogSegment
+from log.segments import LogSegments
+
+__all__ = ["LoadedLogOffsets", "LogLoader"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedLogOffsets:
+    log_start_offset: int
+    recovery_point: int
+    next_offset: int
+
+
+class LogLoader:
+    def __init__(self, dir_: str, config: LogConfig, clock: Clock, scheduler: Scheduler,
+                 had_clean_shutdown: bool, segments: LogSegments, log_start_offset_checkpoint: int,
+                 recovery_point_checkpoint: int) -> None:
+        self.dir = dir_
+        self.config = config
+        self.clock = clock
+        self.scheduler = scheduler
+        self.had_clean_shutdown = had_clean_shutdown
+        self.segments = segments
+        self.log_start_offset_checkpoint = log_start_offset_checkpoint
+        self.recovery_point_checkpoint = recovery_point_checkpoint
+        self.segments_recovered = 0  # visible for tests: how many segments were scanned
+
+    def load(self) -> LoadedLogOffsets:
+        self._remove_temp_files()
+        self._load_segment_files()
+        recovery_point, next_offset = self._recover_log()
+        self.segments.active_segment().resize_indexes(self.config.max_index_size)
+        first = self.segments.first_segment_base_offset()
+        log_start_offset = max(self.log_start_offset_checkpoint, first if first is not None else 0)
+        return LoadedLogOffsets(log_start_offset, recovery_point, next_offset)
+
+    def _remove_temp_files(self) -> None:
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if not os.path.isfile(path):
+                continue
+            if name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)):
+                _log.info("Deleting stray temporary file %s", path)
+                os.remove(path)
+            elif name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX)):
+                try:
+                    base = offset_from_file_name(name)
+                except ValueError:
+                    continue
+                if not os.path.exists(log_file(self.dir, base)):
+                    _log.warning("Found an orphaned index file %s, with no corresponding log file.", path)
+                    os.remove(path)
+
+    def _load_segment_files(self) -> None:
+        names = sorted(n for n in os.listdir(self.dir) if n.endswith(LOG_FILE_SUFFIX))
+        for name in names:
+            try:
+                base = offset_from_file_name(name)
+            except ValueError:
+                continue
+            segment = LogSegment.open(self.dir, base, self.config, self.clock, file_already_exists=True)
+            try:
+                segment.sanity_check()
+            except (FileNotFoundError, CorruptIndexError) as e:
+                _log.warning("Could not use the indexes of segment %s (%s); rebuilding them", segment, e)
+                self._recover_segment(segment)
+            self.segments.add(segment)
+
+    def _recover_segment(self, segment: LogSegment) -> int:
+        self.segments_recovered += 1
+        # producer state is rebuilt from scratch after loading (Log.rebuild_producer_state)
+        return segment.recover(None)
+
+    def _recover_log(self) -> tuple[int, int]:
+        if not self.had_clean_shutdown and not self.segments.is_empty():
+            unflushed = self.segments.values(self.recovery_point_checkpoint, None)
+            for i, segment in enumerate(unflushed):
+                try:
+                    truncated = self._recover_segment(segment)
+                except IndexOffsetOverflowError:
+                    _log.warning("Found invalid offset during recovery. Deleting the corrupt segment and creating an empty one with starting offset %d", segment.base_offset)
+                    truncated = segment.truncate_to(segment.base_offset)
+                if truncated > 0:
+                    rest = unflushed[i + 1 :]
+                    if rest:
+                        _log.warning("Corruption found in segment %d, deleting %d later segments", segment.base_offset, len(rest))
+                        for seg in rest:
+                            self.segments.remove(seg.base_offset)
+                            seg.delete_if_exists()
+                    break
+        log_end_offset: int | None = None
+        if not self.segments.is_empty():
+            leo = self.segments.active_segment().read_next_offset()
+            if leo >= self.log_start_offset_checkpoint:
+                log_end_offset = leo
+            else:
+                _log.warning("Deleting all segments because logEndOffset (%d) is smaller than logStartOffset %d.", leo, self.log_start_offset_checkpoint)
+                for seg in self.segments.values():
+                    self.segments.remove(seg.base_offset)
+                    seg.delete_if_exists()
+        if self.segments.is_empty():
+            self.segments.add(LogSegment.open(self.dir, self.log_start_offset_checkpoint, self.config, self.clock))
+        if self.had_clean_shutdown and log_end_offset is not None:
+            return log_end_offset, log_end_offset
+        leo = log_end_offset if log_end_offset is not None else self.segments.active_segment().read_next_offset()
+        return min(self.recovery_point_checkpoint, leo), leo

@@ -1,0 +1,228 @@
+"""LocalLog: the segments of one partition on local disk (Kafka's ``LocalLog``).
+
+Owns the segment map, the log end offset (LEO) with its position metadata, the recovery point
+(offset below which everything is fsynced) and the mechanics of roll, read, truncation and
+segment deletion.  Offsets semantics (log start offset, high watermark, producer state,
+retention policy) live one level up in ``Log``.
+
+Deletion as Kafka does it: a segment to delete is first removed from the map (no new reader
+finds it), then its files are renamed with a ``.deleted`` suffix, then a ``delete-file`` task
+removes them after ``file.delete.delay.ms`` so that reads in flight (which hold the open file
+descriptor) finish.  On restart, leftover ``*.deleted`` files are removed by the loader.
+
+Who may call: ``Log`` only, under its lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from log.clock import Clock
+from log.config import LogConfig
+from log.errors import KafkaStorageError, OffsetOutOfRangeError
+from log.files import DELETED_FILE_SUFFIX, log_file, offset_index_file, time_index_file
+from log.scheduler import Scheduler
+from log.segment import LogSegment
+from log.segments import LogSegments
+from log.types import EMPTY_RECORDS, FetchDataInfo, LogOffsetMetadata
+
+__all__ = ["LocalLog"]
+
+_log = logging.getLogger(__name__)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalLog:
+    def __init__(self, dir_: str, config: LogConfig, segments: LogSegments, recovery_point: int,
+                 next_offset_metadata: LogOffsetMetadata, scheduler: Scheduler, clock: Clock,
+                 topic_partition: tuple[str, int]) -> None:
+        self.dir = dir_
+        self.config = config
+        self.segments = segments
+        self.recovery_point = recovery_point
+        self.next_offset_metadata = next_offset_metadata
+        self.scheduler = scheduler
+        self.clock = clock
+        self.topic_partition = topic_partition
+        self.last_flushed_time = clock.milliseconds()
+        self.closed = False
+
+    # -- offsets
+    def log_end_offset(self) -> int:
+        return self.next_offset_metadata.message_offset
+
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return self.next_offset_metadata
+
+    def check_if_memory_mapped_buffer_closed(self) -> None:
+        if self.closed:
+            raise KafkaStorageError(f"The memory mapped buffer for log of {self.topic_partition} is already closed")
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def update_recovery_point(self, offset: int) -> None:
+        self.recovery_point = offset
+
+    def mark_flushed(self, offset: int) -> None:
+        if offset > self.recovery_point:
+            self.update_recovery_point(offset)
+            self.last_flushed_time = self.clock.milliseconds()
+
+    def unflushed_messages(self) -> int:
+        return self.log_end_offset() - self.recovery_point
+
+    def flush(self, offset: int) -> None:
+        """fsync segments holding offsets in [recovery point, offset), and the directory if
+        a segment created since then is among them (its directory entry must be durable)."""
+        current = self.recovery_point
+        if current <= offset:
+            to_flush = self.segments.values(current, offset)
+            for seg in to_flush:
+                seg.flush()
+            if any(seg.base_offset >= current for seg in to_flush):
+                _fsync_dir(self.dir)
+
+    def update_log_end_offset(self, end_offset: int) -> None:
+        active = self.segments.active_segment()
+        self.next_offset_metadata = LogOffsetMetadata(end_offset, active.base_offset, active.size())
+        if self.recovery_point > end_offset:
+            self.update_recovery_point(end_offset)
+
+    # -- append / roll
+    def append(self, last_offset: int, largest_timestamp: int, shallow_offset_of_max_timestamp: int, records) -> None:
+        self.segments.active_segment().append(last_offset, largest_timestamp, shallow_offset_of_max_timestamp, records)
+        self.update_log_end_offset(last_offset + 1)
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, LEO); the old active one
+        gets its final time-index entry and its indexes trimmed."""
+        self.check_if_memory_mapped_buffer_closed()
+        new_offset = max(expected_next_offset or 0, self.log_end_offset())
+        active = self.segments.last_segment()
+        if self.segments.contains(new_offset):
+            if active is not None and active.base_offset == new_offset and active.size() == 0:
+                # KAFKA-6388: an empty active segment "rolls" onto itself: recreate it
+                _log.warning("Trying to roll a new log segment with start offset %d =max(provided offset = %s, LEO = %d) while it already exists and is active with size 0. Size of time index: %d, size of offset index: %d.",
+                             new_offset, expected_next_offset, self.log_end_offset(), active.time_index.entries, active.offset_index.entries)
+                self.remove_and_delete_segments([active], async_delete=True)
+            else:
+                raise KafkaStorageError(f"Trying to roll a new log segment for topic partition {self.topic_partition} with start offset {new_offset} while it already exists.")
+        elif active is not None and new_offset < active.base_offset:
+            raise KafkaStorageError(f"Trying to roll a new log segment for topic partition {self.topic_partition} with start offset {new_offset} lower than start offset of the active segment {active}")
+        else:
+            for path in (log_file(self.dir, new_offset), offset_index_file(self.dir, new_offset), time_index_file(self.dir, new_offset)):
+                if os.path.exists(path):
+                    _log.warning("Newly rolled segment file %s already exists; deleting it first", path)
+                    os.remove(path)
+            if active is not None:
+                active.on_become_inactive_segment()
+        new_segment = LogSegment.open(self.dir, new_offset, self.config, self.clock)
+        self.segments.add(new_segment)
+        self.update_log_end_offset(self.next_offset_metadata.message_offset)
+        return new_segment
+
+    # -- read
+    def read(self, start_offset: int, max_length: int, min_one_message: bool,
+             max_offset_metadata: LogOffsetMetadata) -> FetchDataInfo:
+        """Batches from the one containing ``start_offset``, bounded by ``max_offset_metadata``
+        (the high watermark or LEO).  OffsetOutOfRangeError past the LEO."""
+        end_offset = self.next_offset_metadata.message_offset
+        segment = self.segments.floor_segment(start_offset)
+        if start_offset > end_offset or segment is None:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition {self.topic_partition}, but we only have log segments upto {end_offset}.")
+        if start_offset == max_offset_metadata.message_offset:
+            return FetchDataInfo(max_offset_metadata, EMPTY_RECORDS)
+        if start_offset > max_offset_metadata.message_offset:
+            return FetchDataInfo(self.convert_to_offset_metadata_or_throw(start_offset), EMPTY_RECORDS)
+        while segment is not None:
+            if segment.base_offset < max_offset_metadata.segment_base_offset:
+                max_position: int | None = segment.size()
+            elif segment.base_offset == max_offset_metadata.segment_base_offset and not max_offset_metadata.message_offset_only():
+                max_position = max_offset_metadata.relative_position_in_segment
+            else:
+                max_position = None
+                if not max_offset_metadata.message_offset_only():
+                    max_position = 0  # the bound lies in an earlier segment: nothing here
+            if max_position is None:
+                # bound known by offset only: read up to the segment end but not past the bound
+                pos = segment.translate_offset(max_offset_metadata.message_offset)
+                max_position = pos.position if pos is not None else segment.size()
+            info = segment.read(start_offset, max_length, max_position, min_one_message)
+            if info is not None:
+                return info
+            segment = self.segments.higher_segment(segment.base_offset)
+        # past the end of the last segment: all data >= start_offset was deleted
+        return FetchDataInfo(self.next_offset_metadata, EMPTY_RECORDS)
+
+    def convert_to_offset_metadata_or_throw(self, offset: int) -> LogOffsetMetadata:
+        return self.read(offset, 1, False, self.next_offset_metadata).fetch_offset_metadata
+
+    # -- truncation and deletion
+    def truncate_to(self, target_offset: int) -> list[LogSegment]:
+        deletable = [s for s in self.segments.values() if s.base_offset > target_offset]
+        self.remove_and_delete_segments(deletable, async_delete=True)
+        self.segments.active_segment().truncate_to(target_offset)
+        self.update_log_end_offset(target_offset)
+        return deletable
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> list[LogSegment]:
+        to_delete = self.segments.values()
+        self.remove_and_delete_segments(to_delete, async_delete=True)
+        self.segments.add(LogSegment.open(self.dir, new_offset, self.config, self.clock))
+        self.update_log_end_offset(new_offset)
+        self.recovery_point = min(self.recovery_point, new_offset)
+        return to_delete
+
+    def remove_and_delete_segments(self, segments_to_delete: list[LogSegment], async_delete: bool) -> None:
+        to_delete = list(segments_to_delete)
+        for seg in to_delete:
+            self.segments.remove(seg.base_offset)
+        self.delete_segment_files(to_delete, async_delete)
+
+    def delete_segment_files(self, to_delete: list[LogSegment], async_delete: bool) -> None:
+        for seg in to_delete:
+            if not seg.has_suffix(DELETED_FILE_SUFFIX):
+                seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
+
+        def delete_segments() -> None:
+            for seg in to_delete:
+                seg.delete_if_exists()
+
+        if async_delete:
+            self.scheduler.schedule_once("delete-file", delete_segments, self.config.file_delete_delay_ms)
+        else:
+            delete_segments()
+
+    def delete_all_segments(self) -> list[LogSegment]:
+        deleted = self.segments.values()
+        for seg in deleted:
+            seg.delete_if_exists()
+        self.segments.clear()
+        return deleted
+
+    def delete_empty_dir(self) -> None:
+        if self.segments.number_of_segments() != 0:
+            raise RuntimeError(f"Can not delete directory when {self.segments.number_of_segments()} segments are still present")
+        for name in os.listdir(self.dir):
+            os.remove(os.path.join(self.dir, name))
+        os.rmdir(self.dir)
+
+    def close(self) -> None:
+        self.check_if_memory_mapped_buffer_closed()
+        self.segments.close()
+        self.closed = True
+
+    def close_handlers(self) -> None:
+        for seg in self.segments.values():
+            seg.close_handlers()
+        self.closed = True

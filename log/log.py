@@ -1,0 +1,525 @@
+"""Log: one partition's log as the broker sees it (Kafka's ``UnifiedLog``, local part only).
+
+On top of ``LocalLog`` (segments, LEO, recovery point) it keeps the **log start offset**
+(first offset a client may read; moved by retention and DeleteRecords, never above the high
+watermark), the **high watermark** (single node: follows the LEO when
+``high_watermark_follows_log_end`` is set; replication will move it explicitly later), the
+**producer state** (duplicate detection and sequence checks for idempotent producers) and the
+**policies**: when to roll, what retention deletes, when to flush.
+
+Append path (``append_as_leader``): validate and assign offsets (``log.validator``, pure), roll
+if the batch does not fit / segment.ms passed / an index is full, check producer sequences and
+detect a duplicate (then nothing is written and the original offsets are returned), write the
+bytes to the active segment, move LEO and HW, update producer state, maybe flush
+(flush.messages).  Records are never decoded on this path.
+
+Read path (``read``): OFFSET_OUT_OF_RANGE below the log start offset or above the LEO; else a
+``FetchDataInfo`` whose ``records`` is a zero-copy ``RecordsSlice`` of whole stored batches,
+starting with the batch that contains the offset, bounded by the HW (or LEO) and by
+``max_bytes`` except that the first batch is always whole (KIP-74).
+
+Thread safety: mutations take ``self.lock`` (an RLock); reads take it only to snapshot the
+bounds.  Who may call: the broker (partition layer) and ``LogManager``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from enum import Enum
+
+from log.clock import Clock
+from log.config import LogConfig, ProducerStateManagerConfig
+from log.errors import (
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    UnexpectedAppendOffsetError,
+)
+from log.files import DELETED_FILE_SUFFIX, parse_topic_partition_name
+from log.loader import LogLoader
+from log.local_log import LocalLog
+from log.producer_state import AppendOrigin, ProducerStateManager
+from log.scheduler import Scheduler
+from log.segment import LogSegment, RollParams
+from log.segments import LogSegments
+from log.types import FetchDataInfo, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
+from log.validator import ValidationResult, validate_and_assign_offsets
+
+__all__ = ["EARLIEST_LOCAL_TIMESTAMP", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
+           "FetchIsolation", "Log", "UnifiedLog"]
+
+_log = logging.getLogger(__name__)
+
+# ListOffsets special timestamps (ListOffsetsRequest)
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+
+class FetchIsolation(Enum):
+    LOG_END = "log_end"  # followers
+    HIGH_WATERMARK = "high_watermark"  # consumers (read_uncommitted)
+    TXN_COMMITTED = "txn_committed"  # read_committed: no transactions yet, same as HW
+
+
+class Log:
+    def __init__(self, log_start_offset: int, local_log: LocalLog,
+                 producer_state_manager: ProducerStateManager, high_watermark_follows_log_end: bool = True) -> None:
+        self.lock = threading.RLock()
+        self.local_log = local_log
+        self.producer_state_manager = producer_state_manager
+        self.high_watermark_follows_log_end = high_watermark_follows_log_end
+        self.log_start_offset = log_start_offset
+        self.high_watermark_metadata = LogOffsetMetadata(log_start_offset)
+        first = local_log.segments.first_segment_base_offset()
+        self.log_start_offset = max(log_start_offset, first if first is not None else 0)
+        if high_watermark_follows_log_end:
+            self.high_watermark_metadata = local_log.log_end_offset_metadata()
+
+    # ------------------------------------------------------------------ open
+    @classmethod
+    def open(cls, dir_: str, config: LogConfig, clock: Clock, scheduler: Scheduler,
+             log_start_offset: int = 0, recovery_point: int = 0, had_clean_shutdown: bool = False,
+             producer_state_config: ProducerStateManagerConfig | None = None,
+             high_watermark_follows_log_end: bool = True) -> Log:
+        """Open (creating the directory if needed) and recover the log in ``dir_``."""
+        os.makedirs(dir_, exist_ok=True)
+        tp = parse_topic_partition_name(dir_)
+        segments = LogSegments()
+        loader = LogLoader(dir_, config, clock, scheduler, had_clean_shutdown, segments, log_start_offset, recovery_point)
+        offsets = loader.load()
+        active = segments.active_segment()
+        local = LocalLog(dir_, config, segments, offsets.recovery_point,
+                         LogOffsetMetadata(offsets.next_offset, active.base_offset, active.size()),
+                         scheduler, clock, tp)
+        psm = ProducerStateManager(tp, dir_, clock, producer_state_config)
+        psm.remove_stray_snapshots(segments.base_offsets())
+        log = cls(offsets.log_start_offset, local, psm, high_watermark_follows_log_end)
+        log.loader = loader
+        log.rebuild_producer_state(offsets.next_offset)
+        return log
+
+    # ------------------------------------------------------------------ accessors
+    @property
+    def dir(self) -> str:
+        return self.local_log.dir
+
+    @property
+    def config(self) -> LogConfig:
+        return self.local_log.config
+
+    @property
+    def clock(self) -> Clock:
+        return self.local_log.clock
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.local_log.scheduler
+
+    @property
+    def topic_partition(self) -> tuple[str, int]:
+        return self.local_log.topic_partition
+
+    @property
+    def segments(self) -> LogSegments:
+        return self.local_log.segments
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.local_log.log_end_offset()
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return self.local_log.log_end_offset_metadata()
+
+    @property
+    def high_watermark(self) -> int:
+        return self.high_watermark_metadata.message_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self.local_log.recovery_point
+
+    @property
+    def last_flush_time(self) -> int:
+        return self.local_log.last_flushed_time
+
+    def unflushed_messages(self) -> int:
+        return self.local_log.unflushed_messages()
+
+    def size(self) -> int:
+        return self.segments.size_in_bytes()
+
+    def number_of_segments(self) -> int:
+        return self.segments.number_of_segments()
+
+    def active_segment(self) -> LogSegment:
+        return self.segments.active_segment()
+
+    def log_segments(self) -> list[LogSegment]:
+        with self.lock:
+            return self.segments.values()
+
+    def is_empty(self) -> bool:
+        return self.log_start_offset == self.log_end_offset
+
+    def update_config(self, config: LogConfig) -> None:
+        self.local_log.update_config(config)
+
+    # ------------------------------------------------------------------ high watermark
+    def update_high_watermark(self, hw: int) -> int:
+        """Set the HW, clamped to [log start offset, LEO]; returns the new value."""
+        with self.lock:
+            hw = min(max(hw, self.log_start_offset), self.log_end_offset)
+            if hw == self.log_end_offset:
+                self.high_watermark_metadata = self.log_end_offset_metadata
+            else:
+                self.high_watermark_metadata = self.local_log.convert_to_offset_metadata_or_throw(hw) \
+                    if hw >= self.log_start_offset else LogOffsetMetadata(hw)
+            return hw
+
+    def _after_log_end_change(self) -> None:
+        if self.high_watermark_follows_log_end or self.log_end_offset < self.high_watermark:
+            self.high_watermark_metadata = self.log_end_offset_metadata
+
+    # ------------------------------------------------------------------ append
+    def append_as_leader(self, records, leader_epoch: int = -1,
+                         origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Validate ``records`` (bytes-like; patched in place when writable), assign offsets
+        from the LEO and append.  Raises ``log.errors.LogError`` subclasses."""
+        with self.lock:
+            self.local_log.check_if_memory_mapped_buffer_closed()
+            now = self.clock.milliseconds()
+            result = validate_and_assign_offsets(records, self.log_end_offset, now, self.config, leader_epoch, origin)
+            return self._append_validated(result, origin)
+
+    def append_as_follower(self, records) -> LogAppendInfo:
+        """Append batches whose offsets are already assigned (replication, tests)."""
+        with self.lock:
+            self.local_log.check_if_memory_mapped_buffer_closed()
+            result = validate_and_assign_offsets(records, self.log_end_offset, self.clock.milliseconds(),
+                                                 self.config, -1, AppendOrigin.REPLICATION, assign_offsets=False)
+            if result.first_offset < self.log_end_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"Unexpected offset in append to {self.topic_partition}. First offset {result.first_offset} is less than the next offset {self.log_end_offset}.")
+            return self._append_validated(result, AppendOrigin.REPLICATION)
+
+    def _append_validated(self, result: ValidationResult, origin: AppendOrigin) -> LogAppendInfo:
+        size = len(result.records)
+        if size > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append to partition {self.topic_partition}, which exceeds the maximum configured segment size of {self.config.segment_bytes}.")
+        segment = self._maybe_roll(size, result)
+        # producer state: duplicates and sequence checks (Kafka's analyzeAndValidateProducerState)
+        updated = {}
+        psm = self.producer_state_manager
+        for h in result.headers:
+            if not h.has_producer_id:
+                continue
+            if origin is AppendOrigin.CLIENT:
+                dup = psm.find_duplicate_batch(h)
+                if dup is not None:
+                    return LogAppendInfo(dup.first_offset, dup.last_offset, result.max_timestamp, dup.timestamp
+                                         if result.log_append_time >= 0 else -1, self.log_start_offset,
+                                         0, 0, result.last_leader_epoch, result.source_compression, duplicate=True)
+            info = updated.get(h.producer_id)
+            if info is None:
+                info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
+            info.append(h)
+        del segment
+        self.local_log.append(result.last_offset, result.max_timestamp, result.shallow_offset_of_max_timestamp, result.records)
+        self._after_log_end_change()
+        for info in updated.values():
+            psm.update(info)
+        psm.update_map_end_offset(result.last_offset + 1)
+        if self.local_log.unflushed_messages() >= self.config.flush_messages:
+            self.flush()
+        return LogAppendInfo(result.first_offset, result.last_offset, result.max_timestamp, result.log_append_time,
+                             self.log_start_offset, result.record_count, size, result.last_leader_epoch,
+                             result.source_compression)
+
+    def _maybe_roll(self, messages_size: int, result: ValidationResult) -> LogSegment:
+        segment = self.segments.active_segment()
+        now = self.clock.milliseconds()
+        params = RollParams(self.config.segment_ms, self.config.segment_bytes, result.max_timestamp,
+                            result.last_offset, messages_size, now)
+        if segment.should_roll(params):
+            return self.roll(result.first_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """New active segment; snapshot producer state at its base offset (Kafka does both)."""
+        with self.lock:
+            new_segment = self.local_log.roll(expected_next_offset)
+            self.producer_state_manager.update_map_end_offset(new_segment.base_offset)
+            self.producer_state_manager.take_snapshot(sync=False)
+            self._after_log_end_change()
+            # Kafka schedules an async flush of the old segment here ("flush-log"); the
+            # recovery point only moves when data is fsynced, so we do the same.
+            base = new_segment.base_offset
+            self.scheduler.schedule_once("flush-log", lambda: self.flush_upto_offset_exclusive(base))
+            return new_segment
+
+    # ------------------------------------------------------------------ flush
+    def flush(self, force_flush_active_segment: bool = False) -> None:
+        self._flush(self.log_end_offset, force_flush_active_segment)
+
+    def flush_upto_offset_exclusive(self, offset: int) -> None:
+        self._flush(offset, False)
+
+    def _flush(self, offset: int, including_offset: bool) -> None:
+        with self.lock:
+            if self.local_log.closed:
+                return
+            flush_offset = offset + 1 if including_offset else offset
+            if flush_offset > self.local_log.recovery_point:
+                self.local_log.flush(flush_offset)
+                self.local_log.mark_flushed(offset)
+
+    # ------------------------------------------------------------------ read
+    def read(self, start_offset: int, max_length: int,
+             isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK,
+             min_one_message: bool = True) -> FetchDataInfo:
+        if start_offset < self.log_start_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition {self.topic_partition}, but we only have log segments starting from offset: {self.log_start_offset}.")
+        with self.lock:
+            bound = self.log_end_offset_metadata if isolation is FetchIsolation.LOG_END else self.high_watermark_metadata
+        return self.local_log.read(start_offset, max_length, min_one_message, bound)
+
+    def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: EARLIEST (-2) / EARLIEST_LOCAL (-4) -> log start offset; LATEST (-1) ->
+        LEO; MAX_TIMESTAMP (-3) -> the record with the largest timestamp; otherwise the first
+        offset whose timestamp >= target (None if there is none)."""
+        if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return TimestampAndOffset(-1, self.log_start_offset)
+        if target_timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self.log_end_offset)
+        if target_timestamp == LATEST_TIERED_TIMESTAMP:
+            return TimestampAndOffset(-1, -1, -1)
+        segments = self.log_segments()
+        if target_timestamp == MAX_TIMESTAMP:
+            latest = None
+            for seg in segments:
+                if latest is None or seg.max_timestamp_so_far() > latest.max_timestamp_so_far():
+                    latest = seg
+            if latest is None:
+                return None
+            mts = latest.read_max_timestamp_and_offset_so_far()
+            position = latest.offset_index.lookup(mts.offset).position
+            for pos, h in latest.log.batch_headers_from(position):
+                if h.max_timestamp == mts.timestamp:
+                    # the offset of the record with the max timestamp (KIP-734), found by
+                    # decoding that one batch; LogAppendTime: the batch's first record
+                    if h.is_log_append_time:
+                        return TimestampAndOffset(h.max_timestamp, h.base_offset, h.partition_leader_epoch if h.partition_leader_epoch >= 0 else None)
+                    found = latest.log.search_for_timestamp(h.max_timestamp, pos, h.base_offset)
+                    return found
+            return None
+        for seg in segments:
+            if seg.largest_timestamp() >= target_timestamp:
+                return seg.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+        return None
+
+    # ------------------------------------------------------------------ log start offset
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int, reason: str = "ClientRecordDeletion") -> bool:
+        """DeleteRecords / retention: move the log start offset up (never above the HW:
+        OFFSET_OUT_OF_RANGE).  Whole segments below it are deleted by ``delete_old_segments``."""
+        with self.lock:
+            if new_log_start_offset > self.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {new_log_start_offset} of partition {self.topic_partition} since it is larger than the high watermark {self.high_watermark}")
+            self.local_log.check_if_memory_mapped_buffer_closed()
+            if new_log_start_offset > self.log_start_offset:
+                self.log_start_offset = new_log_start_offset
+                _log.info("Incremented log start offset of %s to %d due to %s", self.topic_partition, new_log_start_offset, reason)
+                self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
+                return True
+            return False
+
+    # ------------------------------------------------------------------ retention
+    def delete_old_segments(self) -> int:
+        """Kafka's ``deleteOldSegments``: log-start-offset breach always; with
+        cleanup.policy=delete also retention.bytes then retention.ms.  Returns segments deleted."""
+        if self.config.delete:
+            return (self._delete_log_start_offset_breached_segments()
+                    + self._delete_retention_size_breached_segments()
+                    + self._delete_retention_ms_breached_segments())
+        return self._delete_log_start_offset_breached_segments()
+
+    def _deletable_segments(self, predicate) -> list[LogSegment]:
+        segs = self.segments.values()
+        deletable = []
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1] if i + 1 < len(segs) else None
+            is_last_and_empty = nxt is None and seg.size() == 0
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            # never delete data at or above the high watermark: the log start offset must not pass it
+            if self.high_watermark >= upper and predicate(seg, nxt) and not is_last_and_empty:
+                deletable.append(seg)
+            else:
+                break
+        return deletable
+
+    def _delete_old_segments(self, predicate) -> int:
+        with self.lock:
+            deletable = self._deletable_segments(predicate)
+            return self._delete_segments(deletable) if deletable else 0
+
+    def _delete_segments(self, deletable: list[LogSegment]) -> int:
+        num = len(deletable)
+        to_delete = deletable
+        if self.segments.number_of_segments() == num:
+            # "we must always have at least one segment": the active segment is rolled first,
+            # so what gets deleted is no longer the segment appends go to
+            new_segment = self.roll()
+            if deletable[-1].base_offset == new_segment.base_offset:
+                to_delete = deletable[:-1]
+        self.local_log.check_if_memory_mapped_buffer_closed()
+        if to_delete:
+            higher = self.segments.higher_segment(to_delete[-1].base_offset)
+            assert higher is not None
+            self.maybe_increment_log_start_offset(higher.base_offset, "SegmentDeletion")
+            self.local_log.remove_and_delete_segments(to_delete, async_delete=True)
+        self._delete_producer_snapshots(deletable, async_delete=True)
+        return num
+
+    def _delete_producer_snapshots(self, segments: list[LogSegment], async_delete: bool) -> None:
+        paths = []
+        for seg in segments:
+            p = self.producer_state_manager.remove_and_mark_snapshot_for_deletion(seg.base_offset)
+            if p is not None:
+                paths.append(p)
+
+        def delete() -> None:
+            for p in paths:
+                try:
+                    os.remove(p)
+                except FileNotFoundError:
+                    pass
+
+        if async_delete:
+            self.scheduler.schedule_once("delete-producer-snapshot", delete, self.config.file_delete_delay_ms)
+        else:
+            delete()
+
+    def _delete_retention_ms_breached_segments(self) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+        start_ms = self.clock.milliseconds()
+        return self._delete_old_segments(lambda seg, nxt: start_ms - seg.largest_timestamp() > retention_ms)
+
+    def _delete_retention_size_breached_segments(self) -> int:
+        retention_size = self.config.retention_bytes
+        log_size = self.size()
+        if retention_size < 0 or log_size < retention_size:
+            return 0
+        diff = [log_size - retention_size]
+
+        def should_delete(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            if diff[0] - seg.size() >= 0:
+                diff[0] -= seg.size()
+                return True
+            return False
+
+        return self._delete_old_segments(should_delete)
+
+    def _delete_log_start_offset_breached_segments(self) -> int:
+        lso = self.log_start_offset
+        return self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= lso)
+
+    # ------------------------------------------------------------------ truncation
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove everything at and above ``target_offset`` (whole batches).  True if anything
+        was removed."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset ({target_offset}).")
+        with self.lock:
+            if target_offset >= self.log_end_offset:
+                return False
+            self.local_log.check_if_memory_mapped_buffer_closed()
+            first = self.segments.first_segment_base_offset()
+            if first is not None and first > target_offset:
+                self.truncate_fully_and_start_at(target_offset)
+            else:
+                deleted = self.local_log.truncate_to(target_offset)
+                self._delete_producer_snapshots(deleted, async_delete=True)
+                self.log_start_offset = min(target_offset, self.log_start_offset)
+                self.rebuild_producer_state(self.log_end_offset)
+                if self.high_watermark >= self.log_end_offset or self.high_watermark_follows_log_end:
+                    self.high_watermark_metadata = self.log_end_offset_metadata
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None = None) -> None:
+        with self.lock:
+            self.local_log.truncate_fully_and_start_at(new_offset)
+            self.producer_state_manager.truncate_fully_and_start_at(new_offset)
+            self.log_start_offset = new_offset if log_start_offset is None else log_start_offset
+            self.rebuild_producer_state(new_offset)
+            self.high_watermark_metadata = self.log_end_offset_metadata
+
+    # ------------------------------------------------------------------ producer state
+    def rebuild_producer_state(self, last_offset: int) -> None:
+        """Kafka's ``rebuildProducerState``: reload the latest snapshot <= ``last_offset`` and
+        replay the batch headers after it (headers only: producer fields live there)."""
+        psm = self.producer_state_manager
+        now = self.clock.milliseconds()
+        psm.truncate_and_reload(self.log_start_offset, last_offset, now)
+        if last_offset > psm.map_end_offset():
+            segment_of_last = self.segments.floor_segment(last_offset)
+            for seg in self.segments.values(psm.map_end_offset(), last_offset):
+                start = max(seg.base_offset, psm.map_end_offset(), self.log_start_offset)
+                psm.update_map_end_offset(start)
+                if seg is segment_of_last:
+                    pos = seg.translate_offset(last_offset)
+                    max_position = pos.position if pos is not None else seg.size()
+                else:
+                    max_position = seg.size()
+                begin = seg.translate_offset(start)
+                if begin is None:
+                    continue
+                for _, h in seg.log.batch_headers_from(begin.position, max_position):
+                    psm.load_batch(h)
+        psm.update_map_end_offset(last_offset)
+        psm.take_snapshot(sync=False)
+
+    def remove_expired_producers(self, now_ms: int) -> None:
+        with self.lock:
+            self.producer_state_manager.remove_expired_producers(now_ms)
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Clean close: snapshot producer state at the LEO, trim indexes, close files."""
+        with self.lock:
+            if self.local_log.closed:
+                return
+            self.producer_state_manager.take_snapshot()
+            self.local_log.close()
+
+    def close_handlers(self) -> None:
+        with self.lock:
+            self.local_log.close_handlers()
+
+    def delete(self) -> None:
+        """Delete every file of this log and its directory, now."""
+        with self.lock:
+            self.local_log.check_if_memory_mapped_buffer_closed()
+            deleted = self.local_log.delete_all_segments()
+            self._delete_producer_snapshots(deleted, async_delete=False)
+            self.producer_state_manager.truncate_fully_and_start_at(0)
+            for name in os.listdir(self.dir):
+                if name.endswith(DELETED_FILE_SUFFIX) or name.endswith(".snapshot"):
+                    os.remove(os.path.join(self.dir, name))
+            self.local_log.delete_empty_dir()
+            self.local_log.closed = True
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic_partition}, dir={self.dir}, logStartOffset={self.log_start_offset}, "
+                f"logEndOffset={self.log_end_offset}, highWatermark={self.high_watermark})")
+
+
+UnifiedLog = Log
