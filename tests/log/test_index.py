@@ -1,0 +1,80 @@
+import os
+
+import pytest
+
+from log.errors import CorruptIndexError
+from log.index import OffsetIndex, TimeIndex
+from log.types import OffsetPosition, TimestampOffset
+
+
+def test_a_new_offset_index_is_preallocated_to_max_index_size_rounded_to_entries(tmp_path):
+    idx = OffsetIndex(str(tmp_path / "00000000000000000010.index"), 10, 1003)
+    assert os.path.getsize(idx.path) == 1000 and idx.max_entries == 125 and idx.entries == 0
+
+
+def test_offset_index_lookup_returns_the_greatest_entry_not_above_the_target(tmp_path):
+    idx = OffsetIndex(str(tmp_path / "a.index"), 100, 800)
+    for i in range(1, 50):
+        idx.append(100 + 3 * i, 10 * i)
+    assert idx.lookup(99) == OffsetPosition(100, 0)
+    assert idx.lookup(103) == OffsetPosition(103, 10)
+    assert idx.lookup(105) == OffsetPosition(103, 10)
+    assert idx.lookup(10_000) == OffsetPosition(247, 490)
+
+
+def test_offset_index_rejects_non_increasing_offsets_and_overflowing_relative_offsets(tmp_path):
+    idx = OffsetIndex(str(tmp_path / "a.index"), 0, 800)
+    idx.append(5, 0)
+    with pytest.raises(ValueError):
+        idx.append(5, 10)
+    with pytest.raises(Exception):
+        idx.append(1 << 31, 20)
+
+
+def test_offset_index_truncate_to_removes_entries_at_and_above_the_offset(tmp_path):
+    idx = OffsetIndex(str(tmp_path / "a.index"), 0, 800)
+    for o in (2, 4, 6, 8):
+        idx.append(o, o * 10)
+    idx.truncate_to(6)
+    assert idx.all_entries() == [OffsetPosition(2, 20), OffsetPosition(4, 40)]
+    idx.truncate_to(5)
+    assert idx.entries == 2 and idx.last_offset == 4
+
+
+def test_trim_then_reopen_keeps_the_entries_and_shrinks_the_file(tmp_path):
+    path = str(tmp_path / "a.index")
+    idx = OffsetIndex(path, 0, 800)
+    idx.append(1, 0)
+    idx.append(2, 64)
+    idx.close()
+    assert os.path.getsize(path) == 16
+    again = OffsetIndex(path, 0, 800)
+    assert again.all_entries() == [OffsetPosition(1, 0), OffsetPosition(2, 64)]
+
+
+def test_time_index_appends_only_larger_timestamps_and_looks_up_the_floor(tmp_path):
+    idx = TimeIndex(str(tmp_path / "a.timeindex"), 0, 120)
+    idx.maybe_append(100, 1)
+    idx.maybe_append(100, 2)  # same timestamp: ignored
+    idx.maybe_append(200, 5)
+    assert idx.all_entries() == [TimestampOffset(100, 1), TimestampOffset(200, 5)]
+    assert idx.lookup(50) == TimestampOffset(-1, 0)
+    assert idx.lookup(150) == TimestampOffset(100, 1)
+    with pytest.raises(ValueError):
+        idx.maybe_append(150, 6)
+
+
+def test_time_index_keeps_its_last_slot_for_the_roll_entry(tmp_path):
+    idx = TimeIndex(str(tmp_path / "a.timeindex"), 0, 36)  # 3 slots
+    idx.maybe_append(1, 1)
+    idx.maybe_append(2, 2)
+    assert idx.is_full()
+    idx.maybe_append(3, 3, skip_full_check=True)
+    assert idx.entries == 3
+
+
+def test_an_index_whose_size_is_not_a_multiple_of_the_entry_size_fails_its_sanity_check(tmp_path):
+    path = tmp_path / "a.index"
+    path.write_bytes(b"\x00" * 13)
+    with pytest.raises(CorruptIndexError):
+        OffsetIndex(str(path), 0, 800).sanity_check()
