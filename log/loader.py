@@ -69,6 +69,7 @@ class LogLoader:
         self.log_start_offset_checkpoint = log_start_offset_checkpoint
         self.recovery_point_checkpoint = recovery_point_checkpoint
         self.segments_recovered = 0  # visible for tests: how many segments were scanned
+        self._recovered: dict[int, int] = {}  # base offset -> bytes truncated
 
     def load(self) -> LoadedLogOffsets:
         self._remove_temp_files()
@@ -114,14 +115,19 @@ class LogLoader:
     def _recover_segment(self, segment: LogSegment) -> int:
         self.segments_recovered += 1
         # producer state is rebuilt from scratch after loading (Log.rebuild_producer_state)
-        return segment.recover(None)
+        truncated = segment.recover(None)
+        self._recovered[segment.base_offset] = truncated
+        return truncated
 
     def _recover_log(self) -> tuple[int, int]:
         if not self.had_clean_shutdown and not self.segments.is_empty():
             unflushed = self.segments.values(self.recovery_point_checkpoint, None)
             for i, segment in enumerate(unflushed):
                 try:
-                    truncated = self._recover_segment(segment)
+                    if segment.base_offset in self._recovered:  # rebuilt already: bad index
+                        truncated = self._recovered[segment.base_offset]
+                    else:
+                        truncated = self._recover_segment(segment)
                 except IndexOffsetOverflowError:
                     _log.warning("Found invalid offset during recovery. Deleting the corrupt segment and creating an empty one with starting offset %d", segment.base_offset)
                     truncated = segment.truncate_to(segment.base_offset)

@@ -171,8 +171,12 @@ class LocalLog:
     def truncate_to(self, target_offset: int) -> list[LogSegment]:
         deletable = [s for s in self.segments.values() if s.base_offset > target_offset]
         self.remove_and_delete_segments(deletable, async_delete=True)
-        self.segments.active_segment().truncate_to(target_offset)
-        self.update_log_end_offset(target_offset)
+        active = self.segments.active_segment()
+        active.truncate_to(target_offset)
+        # Kafka sets the LEO to target_offset; when the target falls inside a batch (never the
+        # case for replication, which truncates at batch boundaries) that would leave a gap, so
+        # we use the offset after the last batch kept, which equals the target otherwise.
+        self.update_log_end_offset(min(target_offset, active.read_next_offset()))
         return deletable
 
     def truncate_fully_and_start_at(self, new_offset: int) -> list[LogSegment]:

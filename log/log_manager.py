@@ -1,0 +1,285 @@
+"""LogManager: every partition log of a broker, across its ``log.dirs`` (Kafka's ``LogManager``).
+
+Directory layout of each log dir::
+
+    <log.dir>/meta.properties                     node.id, cluster.id, version (see checkpoint.py)
+    <log.dir>/.lock                               flock'ed while the broker runs
+    <log.dir>/.kafka_cleanshutdown                present only after a clean shutdown
+    <log.dir>/recovery-point-offset-checkpoint    "topic partition offset" per log
+    <log.dir>/log-start-offset-checkpoint         idem
+    <log.dir>/<topic>-<partition>/...             one Log each
+    <log.dir>/<topic>-<partition>.<uuid>-delete/  a deleted partition waiting for removal
+
+Startup (``startup``/``load_logs``): lock each dir, note whether the clean-shutdown marker is
+there (then logs open without recovery) and delete it, read both checkpoints, open every
+partition directory.  Periodic work is queued on the injected ``Scheduler`` with Kafka's task
+names and intervals: ``kafka-log-retention`` (log.retention.check.interval.ms, 5 min),
+``kafka-log-flusher`` (log.flush.scheduler.interval.ms), ``kafka-recovery-point-checkpoint``
+(log.flush.offset.checkpoint.interval.ms, 60 s), ``kafka-log-start-offset-checkpoint`` (60 s),
+``kafka-delete-logs``.  Shutdown flushes and closes every log, writes both checkpoints and then
+the clean-shutdown marker.
+
+Who may call: the broker (composition root).  Not thread-safe across calls; each ``Log`` has
+its own lock for appends/reads.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+from collections.abc import Callable
+
+from log.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    CleanShutdownFile,
+    MetaProperties,
+    OffsetCheckpointFile,
+)
+from log.clock import Clock
+from log.config import LogConfig, ProducerStateManagerConfig
+from log.files import (
+    DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
+    STRAY_DIR_SUFFIX,
+    log_delete_dir_name,
+    log_dir_name,
+    parse_topic_partition_name,
+)
+from log.log import Log
+from log.scheduler import Scheduler
+
+__all__ = ["LogManager"]
+
+_log = logging.getLogger(__name__)
+TopicPartition = tuple[str, int]
+LOCK_FILE_NAME = ".lock"
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str], default_config: LogConfig, clock: Clock, scheduler: Scheduler,
+                 topic_configs: Callable[[str], LogConfig | None] | None = None,
+                 retention_check_ms: int = 300000, flush_check_ms: int = (1 << 63) - 1,
+                 flush_recovery_offset_checkpoint_ms: int = 60000, flush_start_offset_checkpoint_ms: int = 60000,
+                 file_delete_delay_ms: int = 60000,
+                 producer_state_config: ProducerStateManagerConfig | None = None,
+                 producer_id_expiration_check_ms: int = 600000) -> None:
+        if not log_dirs:
+            raise ValueError("log.dirs is empty")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = default_config
+        self.clock = clock
+        self.scheduler = scheduler
+        self.topic_configs = topic_configs or (lambda topic: None)
+        self.retention_check_ms = retention_check_ms
+        self.flush_check_ms = flush_check_ms
+        self.flush_recovery_offset_checkpoint_ms = flush_recovery_offset_checkpoint_ms
+        self.flush_start_offset_checkpoint_ms = flush_start_offset_checkpoint_ms
+        self.file_delete_delay_ms = file_delete_delay_ms
+        self.producer_state_config = producer_state_config
+        self.producer_id_expiration_check_ms = producer_id_expiration_check_ms
+        self.logs: dict[TopicPartition, Log] = {}
+        self._lock_fds: dict[str, int] = {}
+        self._tasks: list = []
+        self.had_clean_shutdown: dict[str, bool] = {}
+
+    # ------------------------------------------------------------------ startup
+    def startup(self) -> None:
+        """Lock dirs, load logs, schedule the periodic tasks."""
+        self.load_logs()
+        s = self.scheduler
+        self._tasks = [
+            s.schedule("kafka-log-retention", self.cleanup_logs, self.retention_check_ms, self.retention_check_ms),
+            s.schedule("kafka-recovery-point-checkpoint", self.checkpoint_log_recovery_offsets,
+                       self.flush_recovery_offset_checkpoint_ms, self.flush_recovery_offset_checkpoint_ms),
+            s.schedule("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets,
+                       self.flush_start_offset_checkpoint_ms, self.flush_start_offset_checkpoint_ms),
+            s.schedule("PeriodicProducerExpirationCheck", self.remove_expired_producers,
+                       self.producer_id_expiration_check_ms, self.producer_id_expiration_check_ms),
+        ]
+        if self.flush_check_ms < (1 << 62):
+            self._tasks.append(s.schedule("kafka-log-flusher", self.flush_dirty_logs, self.flush_check_ms, self.flush_check_ms))
+
+    def _lock_dir(self, d: str) -> None:
+        fd = os.open(os.path.join(d, LOCK_FILE_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise RuntimeError(f"Failed to acquire lock on file .lock in {d}. A Kafka instance in another process or thread is using this directory.") from None
+        self._lock_fds[d] = fd
+
+    def load_logs(self) -> None:
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            if d not in self._lock_fds:
+                self._lock_dir(d)
+            marker = CleanShutdownFile(d)
+            clean = marker.exists()
+            self.had_clean_shutdown[d] = clean
+            recovery_points = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT_FILE)
+            start_offsets = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT_FILE)
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                if not os.path.isdir(path):
+                    continue
+                if name.endswith(DELETE_DIR_SUFFIX):
+                    self._schedule_dir_removal(path)
+                    continue
+                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+                    continue
+                try:
+                    tp = parse_topic_partition_name(name)
+                except ValueError:
+                    continue
+                if tp in self.logs:
+                    raise RuntimeError(f"Duplicate log directories for {tp} are found in both {self.logs[tp].dir} and {path}.")
+                self.logs[tp] = Log.open(path, self.config_for(tp[0]), self.clock, self.scheduler,
+                                         log_start_offset=start_offsets.get(tp, 0),
+                                         recovery_point=recovery_points.get(tp, 0),
+                                         had_clean_shutdown=clean,
+                                         producer_state_config=self.producer_state_config)
+            # Kafka deletes the marker once the logs are loaded: a crash from now on is unclean
+            marker.delete()
+
+    @staticmethod
+    def _read_checkpoint(d: str, name: str) -> dict[TopicPartition, int]:
+        path = os.path.join(d, name)
+        if not os.path.exists(path):
+            return {}
+        try:
+            return OffsetCheckpointFile(path).read()
+        except OSError as e:
+            _log.warning("Error reading %s, treating it as empty: %s", path, e)
+            return {}
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self.topic_configs(topic) or self.default_config
+
+    # ------------------------------------------------------------------ meta.properties
+    def ensure_meta_properties(self, node_id: int, cluster_id: str) -> None:
+        """Write meta.properties where missing; refuse a dir that belongs to another
+        node or cluster (Kafka fails startup the same way)."""
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            found = MetaProperties.read(d)
+            if found is None:
+                MetaProperties(node_id, cluster_id).write(d)
+            elif found.node_id != node_id or found.cluster_id != cluster_id:
+                raise RuntimeError(f"{d}/meta.properties has node.id={found.node_id} cluster.id={found.cluster_id}, "
+                                   f"expected {node_id} / {cluster_id}")
+
+    # ------------------------------------------------------------------ logs
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self.logs.get(tp)
+
+    def all_logs(self) -> list[Log]:
+        return list(self.logs.values())
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        log = self.logs.get(tp)
+        if log is not None:
+            return log
+        d = self._next_log_dir()
+        log = Log.open(os.path.join(d, log_dir_name(*tp)), config or self.config_for(tp[0]), self.clock,
+                       self.scheduler, producer_state_config=self.producer_state_config)
+        self.logs[tp] = log
+        return log
+
+    def _next_log_dir(self) -> str:
+        """The log dir holding the fewest partitions (Kafka's ``nextLogDirs``)."""
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
+        counts = {d: 0 for d in self.log_dirs}
+        for log in self.logs.values():
+            parent = os.path.dirname(log.dir)
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        for (t, _), log in self.logs.items():
+            if t == topic:
+                log.update_config(config)
+
+    def async_delete(self, tp: TopicPartition) -> Log | None:
+        """Remove a partition: close it, rename its dir ``...-delete``, remove it later."""
+        log = self.logs.pop(tp, None)
+        if log is None:
+            return None
+        log.close()
+        new_dir = os.path.join(os.path.dirname(log.dir), log_delete_dir_name(*tp))
+        os.rename(log.dir, new_dir)
+        self._schedule_dir_removal(new_dir)
+        self.checkpoint_log_recovery_offsets()
+        self.checkpoint_log_start_offsets()
+        return log
+
+    def _schedule_dir_removal(self, path: str) -> None:
+        self.scheduler.schedule_once("kafka-delete-logs", lambda: shutil.rmtree(path, ignore_errors=True), self.file_delete_delay_ms)
+
+    # ------------------------------------------------------------------ periodic tasks
+    def cleanup_logs(self) -> int:
+        """Retention pass over every log (``kafka-log-retention``); returns segments deleted."""
+        total = 0
+        for log in list(self.logs.values()):
+            try:
+                total += log.delete_old_segments()
+            except Exception:  # noqa: BLE001 - one bad log must not stop retention for others
+                _log.exception("Error deleting old segments of %s", log)
+        return total
+
+    def flush_dirty_logs(self) -> None:
+        now = self.clock.milliseconds()
+        for log in list(self.logs.values()):
+            if now - log.last_flush_time >= log.config.flush_ms:
+                log.flush()
+
+    def remove_expired_producers(self) -> None:
+        now = self.clock.milliseconds()
+        for log in list(self.logs.values()):
+            log.remove_expired_producers(now)
+
+    def _logs_by_dir(self) -> dict[str, dict[TopicPartition, Log]]:
+        out: dict[str, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
+        for tp, log in self.logs.items():
+            out.setdefault(os.path.dirname(log.dir), {})[tp] = log
+        return out
+
+    def checkpoint_log_recovery_offsets(self) -> None:
+        for d, logs in self._logs_by_dir().items():
+            OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT_FILE)).write(
+                {tp: log.recovery_point for tp, log in logs.items()})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for d, logs in self._logs_by_dir().items():
+            OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT_FILE)).write(
+                {tp: log.log_start_offset for tp, log in logs.items() if log.log_start_offset > log.segments.first_segment_base_offset()})
+
+    # ------------------------------------------------------------------ shutdown
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for log in list(self.logs.values()):
+            log.flush(force_flush_active_segment=True)
+            log.close()
+        self.checkpoint_log_recovery_offsets()
+        self.checkpoint_log_start_offsets()
+        for d in self.log_dirs:
+            CleanShutdownFile(d).write(broker_epoch)
+        self.release_locks()
+
+    def crash(self) -> None:
+        """Drop everything without flushing or checkpoints (tests: a kill -9)."""
+        for log in self.logs.values():
+            log.close_handlers()
+        self.logs.clear()
+        self.release_locks()
+
+    def release_locks(self) -> None:
+        for fd in self._lock_fds.values():
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        self._lock_fds.clear()
