@@ -6,6 +6,12 @@ decoded request (wire/) to the storage engine (log/) and the group coordinator
 (groups/).  It is the only package that does network I/O or runs an event loop;
 dependencies point one way, ``kbroker -> groups -> log -> wire``.
 
-The server itself lands with issue 4; until then ``kbroker serve`` only validates
-its configuration and says so.
+Map: ``config`` (Kafka property names and defaults), ``broker`` (lifecycle, embedding),
+``connection`` (framing, in-order pipelining, flow control), ``registry`` + ``handlers/``
+(one module per API family; ApiVersions is built from the registry), ``broker_state``
+and ``partition`` (the only callers of log/).
 """
+
+from kbroker.broker import Broker, SyncBroker
+
+__all__ = ["Broker", "SyncBroker"]

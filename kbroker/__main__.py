@@ -1,26 +1,58 @@
-"""``python -m kbroker serve [server.properties] [--override key=value ...]``."""
+"""``kbroker serve [server.properties] [--override key=value ...]``, like kafka-server-start.sh."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import signal
 import sys
+
+from kbroker.broker import Broker, new_event_loop
+from kbroker.config import ConfigError, load_config
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.properties, args.override)
+    except ConfigError as e:
+        logging.getLogger("kbroker").error("%s", e)
+        return 1
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    broker = Broker(config)
+    stop = asyncio.Event()
+
+    async def main() -> None:
+        await broker.start_async()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        logging.getLogger("kbroker").info("shutting down")
+        await broker.stop_async()
+
+    try:
+        loop.run_until_complete(main())
+    except OSError as e:
+        logging.getLogger("kbroker").error("cannot start: %s", e)
+        return 1
+    finally:
+        loop.close()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="kbroker")
+    ap = argparse.ArgumentParser(prog="kbroker", description="A Kafka broker in Python")
     sub = ap.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="start a broker")
+    serve = sub.add_parser("serve", help="start a broker (like kafka-server-start.sh)")
     serve.add_argument("properties", nargs="?", help="a server.properties file")
-    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a property, overriding the file")
+    serve.add_argument("--log-level", default="INFO")
     args = ap.parse_args(argv)
-    if args.command == "serve":
-        print(
-            "kbroker: the network server lands with issue 4 "
-            "(the codec and the storage engine come first); nothing to serve yet.",
-            file=sys.stderr,
-        )
-        return 1
-    return 2
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    return _serve(args)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.registry import NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
 from wire.codec import decode_at

@@ -1,0 +1,156 @@
+"""``Broker``: a whole broker in one object, for the command line and for embedding.
+
+From asyncio::
+
+    async with Broker({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": d}) as b:
+        print(b.bootstrap_servers)
+
+From synchronous code (its own event loop in a thread)::
+
+    with Broker.start({"log.dirs": d, "listeners": "PLAINTEXT://127.0.0.1:0"}) as b:
+        producer = Producer({"bootstrap.servers": b.bootstrap_servers})
+
+Start-up: load the logs (recovery after an unclean shutdown), then listen and log
+``started (kbroker id=N) listening on HOST:PORT``.  Shutdown: stop accepting, close
+connections, then flush, write checkpoints and the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from kbroker.broker_state import BrokerState
+from kbroker.config import BrokerConfig
+from kbroker.connection import KafkaConnection
+
+log = logging.getLogger("kbroker")
+
+SCHEDULER_TICK_S = 0.1    # how often log/'s scheduler (retention, flush, checkpoints) runs
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig | dict[str, Any] | None = None, **overrides: Any):
+        if not isinstance(config, BrokerConfig):
+            props = {k: str(v) for k, v in (config or {}).items()}
+            props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
+            config = BrokerConfig(props)
+        self.config = config
+        self.state: BrokerState | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self.host = ""
+        self.port = 0
+
+    # ------------------------------------------------------------ asyncio API
+    async def start_async(self) -> Broker:
+        loop = asyncio.get_running_loop()
+        # Recovery reads files: keep it off the loop so a parent application stays responsive.
+        self.state = await loop.run_in_executor(None, BrokerState, self.config)
+        listener = self.config.listeners[0]
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self.state),  # type: ignore[arg-type]
+            host=listener.bind_host, port=listener.port, reuse_address=True,
+            backlog=1024,
+        )
+        sock = self._server.sockets[0]
+        self.host = listener.host or "localhost"
+        self.port = sock.getsockname()[1]
+        self.state.bound_port = self.port
+        self._ticker = asyncio.ensure_future(self._tick())
+        log.info("started (kbroker id=%d) listening on %s:%d", self.config.node_id, self.host, self.port)
+        return self
+
+    async def stop_async(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        state, self.state = self.state, None
+        if state is not None:
+            for conn in list(state.connections):
+                if conn.transport is not None:
+                    conn.transport.abort()
+            state.shutdown()
+            log.info("shut down (kbroker id=%d) cleanly", self.config.node_id)
+
+    async def __aenter__(self) -> Broker:
+        return await self.start_async()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_async()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(SCHEDULER_TICK_S)
+            if self.state is not None:
+                self.state.run_background_tasks()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # ------------------------------------------------------------ synchronous API
+    @classmethod
+    def start(cls, config: BrokerConfig | dict[str, Any] | None = None, **overrides: Any) -> SyncBroker:
+        """Run a broker on its own event loop in a daemon thread; returns once it listens."""
+        return SyncBroker(cls(config, **overrides))
+
+
+class SyncBroker:
+    """A Broker running in a background thread; use as a context manager or call stop()."""
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self._loop = new_event_loop()
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="kbroker", daemon=True)
+        self._thread.start()
+        self._started.wait()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self.broker.start_async())
+        except BaseException as e:  # surfaced to the starting thread
+            self._error = e
+            self._started.set()
+            return
+        self._started.set()
+        self._loop.run_forever()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.broker.bootstrap_servers
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        fut = asyncio.run_coroutine_threadsafe(self.broker.stop_async(), self._loop)
+        fut.result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> SyncBroker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when available (it is a dependency), else asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()

@@ -1,0 +1,144 @@
+"""``BrokerState``: what every handler may reach: config, partitions, topics, producer ids.
+
+Topics are the partition directories found in ``log.dirs`` at start-up (the way a Kafka
+log dir records them) plus those created since; config overrides live in
+kbroker/topic_configs.py.  Every partition is led by this broker at epoch 0.  The
+cluster id comes from ``meta.properties`` (written on first start: the log dirs are
+formatted on demand, no ``kafka-storage format`` step).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kbroker.config import BrokerConfig
+from kbroker.fetch_waiters import FetchWaiters
+from kbroker.partition import LEADER_EPOCH, Partition
+from kbroker.producer_ids import ProducerIdManager
+from kbroker.topic_configs import TopicConfigStore
+from kbroker.topic_names import is_internal
+from log.checkpoint import MetaProperties
+from log.clock import SystemClock
+from log.config import ProducerStateManagerConfig
+from log.log_manager import LogManager
+from log.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from kbroker.connection import KafkaConnection
+
+log = logging.getLogger("kbroker.state")
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    internal: bool
+
+
+def new_cluster_id() -> str:
+    """Kafka's ``Uuid.randomUuid().toString()``: 16 random bytes, URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+
+
+class BrokerState:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.node_id = config.node_id
+        self.leader_epoch = LEADER_EPOCH
+        self.clock = SystemClock()
+        self.scheduler = Scheduler(self.clock)
+        dirs = config.log_dirs
+        self.topic_configs = TopicConfigStore(_first_dir(dirs), config.log_config)
+        self.log_manager = LogManager(
+            dirs, config.log_config, self.clock, self.scheduler,
+            topic_configs=self.topic_configs.config_for,
+            retention_check_ms=config["log.retention.check.interval.ms"],
+            flush_check_ms=config["log.flush.scheduler.interval.ms"],
+            flush_recovery_offset_checkpoint_ms=config["log.flush.offset.checkpoint.interval.ms"],
+            flush_start_offset_checkpoint_ms=config["log.flush.start.offset.checkpoint.interval.ms"],
+            file_delete_delay_ms=config["log.segment.delete.delay.ms"],
+            producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
+        )
+        existing = [m for m in (MetaProperties.read(d) for d in self.log_manager.log_dirs) if m]
+        self.cluster_id = existing[0].cluster_id if existing else new_cluster_id()
+        self.log_manager.ensure_meta_properties(self.node_id, self.cluster_id)
+        self.log_manager.startup()
+        self.fetch_waiters = FetchWaiters()
+        self.topics: dict[str, TopicInfo] = {}
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        for (topic, index), lg in sorted(self.log_manager.logs.items()):
+            self.partitions[(topic, index)] = Partition(topic, index, lg, self.fetch_waiters)
+        for topic, index in self.partitions:
+            info = self.topics.get(topic)
+            count = max(index + 1, info.partitions if info else 0)
+            self.topics[topic] = TopicInfo(topic, count, is_internal(topic))
+        for info in self.topics.values():  # a partition dir lost by hand: recreate it empty
+            for index in range(info.partitions):
+                if (info.name, index) not in self.partitions:
+                    self._open_partition(info.name, index)
+        self.producer_ids = ProducerIdManager(self.log_manager.log_dirs[0])
+        self.connections: set[KafkaConnection] = set()
+        self.bound_port: int | None = None
+
+    # ------------------------------------------------------------ topics and partitions
+    def partition(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def _open_partition(self, topic: str, index: int) -> Partition:
+        lg = self.log_manager.get_or_create_log((topic, index))
+        p = self.partitions[(topic, index)] = Partition(topic, index, lg, self.fetch_waiters)
+        return p
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> TopicInfo:
+        if configs:
+            self.topic_configs.set(name, configs)
+        for index in range(partitions):
+            self._open_partition(name, index)
+        info = self.topics[name] = TopicInfo(name, partitions, is_internal(name))
+        log.info("created topic %s with %d partition(s)", name, partitions)
+        return info
+
+    def delete_topic(self, name: str) -> None:
+        info = self.topics.pop(name)
+        for index in range(info.partitions):
+            self.partitions.pop((name, index), None)
+            self.log_manager.async_delete((name, index))
+        self.topic_configs.remove(name)
+        log.info("deleted topic %s", name)
+
+    # ------------------------------------------------------------ addresses
+    def advertised_address(self) -> tuple[str, int]:
+        """The host and port clients should connect to (advertised.listeners, else listeners;
+        an empty host means this machine's name; port 0 means the port actually bound)."""
+        listener = self.config.listeners[0]
+        chosen = listener
+        for adv in self.config.advertised_listeners or []:
+            if adv.name == listener.name:
+                chosen = adv
+                break
+        host = chosen.host.strip("[]") or socket.getfqdn()
+        port = chosen.port
+        if port == 0 and self.bound_port is not None:
+            port = self.bound_port
+        return host, port
+
+    # ------------------------------------------------------------ lifecycle
+    def run_background_tasks(self) -> None:
+        self.scheduler.run_pending()
+
+    def shutdown(self) -> None:
+        self.log_manager.shutdown()
+
+
+def _first_dir(dirs: list[str]) -> str:
+    import os
+
+    d = os.path.abspath(dirs[0])
+    os.makedirs(d, exist_ok=True)
+    return d

@@ -1,0 +1,13 @@
+"""Request handlers, one module per API family; importing this package registers them all
+in kbroker.registry.REGISTRY (from which ApiVersions answers)."""
+
+from kbroker.handlers import (  # noqa: F401
+    api_versions,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+    topics_admin,
+)

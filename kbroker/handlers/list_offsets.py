@@ -1,0 +1,81 @@
+"""ListOffsets (key 2), v1-7.
+
+Special timestamps: -1 latest (the high watermark; the last stable offset for
+read_committed, equal until transactions exist), -2 earliest (log start offset),
+-3 max timestamp (v7+, KIP-734: the offset of the record with the largest timestamp).
+Any other timestamp: the first offset whose timestamp >= target, with that record's
+timestamp; when there is none, offset -1 and timestamp -1 with no error (Spark reads -1
+as "no match").  Unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a partition listed twice
+INVALID_REQUEST; current_leader_epoch (v4+) checked as Fetch does; -3 below v7
+UNSUPPORTED_VERSION.
+"""
+
+from __future__ import annotations
+
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from log.errors import LogError
+from log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from wire.error_codes import ErrorCode
+from wire.messages import ListOffsetsRequest, ListOffsetsResponse
+
+P = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+def _error(index: int, code: ErrorCode) -> P:
+    return P(partition_index=index, error_code=code, timestamp=-1, offset=-1, leader_epoch=-1)
+
+
+@REGISTRY.register(2, 1, 7)
+def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
+    state = ctx.broker
+    v = ctx.api_version
+    counts: dict[tuple[str, int], int] = {}
+    for t in req.topics:
+        for p in t.partitions:
+            counts[(t.name, p.partition_index)] = counts.get((t.name, p.partition_index), 0) + 1
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if counts[(t.name, p.partition_index)] > 1:
+                parts.append(_error(p.partition_index, ErrorCode.INVALID_REQUEST))
+                continue
+            partition = state.partition(t.name, p.partition_index)
+            if partition is None:
+                parts.append(_error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            epoch = p.current_leader_epoch if v >= 4 else -1
+            if epoch >= 0 and epoch != partition.leader_epoch:
+                parts.append(_error(p.partition_index, ErrorCode.FENCED_LEADER_EPOCH
+                                    if epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH))
+                continue
+            ts = p.timestamp
+            if ts == LATEST_TIMESTAMP:
+                parts.append(P(p.partition_index, 0, timestamp=-1, offset=partition.last_stable_offset
+                               if req.isolation_level == 1 else partition.high_watermark,
+                               leader_epoch=partition.leader_epoch))
+                continue
+            if ts == EARLIEST_TIMESTAMP:
+                parts.append(P(p.partition_index, 0, timestamp=-1, offset=partition.log_start_offset,
+                               leader_epoch=partition.leader_epoch))
+                continue
+            if ts == MAX_TIMESTAMP and v < 7:
+                parts.append(_error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))
+                continue
+            if ts < 0 and ts != MAX_TIMESTAMP:
+                parts.append(_error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))
+                continue
+            try:
+                found = partition.log.fetch_offset_by_timestamp(ts)
+            except LogError as e:
+                parts.append(_error(p.partition_index, ErrorCode[e.error.value]))
+                continue
+            if found is None or found.offset < 0:
+                parts.append(P(p.partition_index, 0, timestamp=-1, offset=-1, leader_epoch=-1))
+            else:
+                epoch_out = found.leader_epoch if found.leader_epoch is not None else partition.leader_epoch
+                parts.append(P(p.partition_index, 0, timestamp=found.timestamp, offset=found.offset,
+                               leader_epoch=epoch_out))
+        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,95 @@
+"""Produce (key 0): implemented for v3-9, advertised from v0.
+
+Kafka 4 still advertises Produce from v0 because librdkafka < 2.11.1 turns off gzip,
+snappy and lz4 unless the range contains v0 (KAFKA-18659); v0-2 requests are answered
+UNSUPPORTED_VERSION per partition, as Kafka 4 does.
+
+Per partition, in Kafka's order (KafkaApis.handleProduceRequest, ReplicaManager,
+LogValidator): exactly one magic-2 batch (else INVALID_RECORD); zstd needs v7+
+(UNSUPPORTED_COMPRESSION_TYPE); unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION
+(Produce never creates topics); internal topics INVALID_TOPIC_EXCEPTION; then the log
+validates (CRC, sizes, max.message.bytes, timestamps, producer epoch and sequence) and
+appends.  A duplicate of one of an idempotent producer's last 5 batches is answered with
+the offset it was first written at.  The records are never decoded here: the batch header
+is read in place and the frame's own bytes are patched (base offset, leader epoch) and
+written.  ``acks=0``: nothing is sent back.
+"""
+
+from __future__ import annotations
+
+from kbroker.registry import NO_RESPONSE, REGISTRY
+from kbroker.request_context import RequestContext
+from kbroker.topic_names import is_internal
+from log.errors import LogError
+from wire.compression import Compression
+from wire.error_codes import ErrorCode
+from wire.errors import CorruptRecordError
+from wire.messages import ProduceRequest, ProduceResponse
+from wire.record_batch import LOG_OVERHEAD, MAGIC_V2, RecordBatch
+
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+
+
+def _check_single_batch(records: memoryview | None, version: int) -> ErrorCode:
+    """ProduceRequest.validateRecords: v3+ carries exactly one magic-2 batch."""
+    if records is None or len(records) < LOG_OVERHEAD + 5:
+        return ErrorCode.INVALID_RECORD
+    if records[LOG_OVERHEAD + 4] != MAGIC_V2:
+        return ErrorCode.INVALID_RECORD
+    try:
+        batch = RecordBatch(records, 0)
+    except CorruptRecordError:
+        return ErrorCode.CORRUPT_MESSAGE
+    if batch.size_in_bytes != len(records):
+        return ErrorCode.INVALID_RECORD
+    if batch.compression == Compression.ZSTD and version < 7:
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    return ErrorCode.NONE
+
+
+def _error(index: int, code: ErrorCode) -> PartitionResponse:
+    return PartitionResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                             log_start_offset=-1)
+
+
+@REGISTRY.register(0, 0, 9)
+def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
+    state = ctx.broker
+    v = ctx.api_version
+    valid_acks = req.acks in (-1, 0, 1)
+    topics = []
+    for topic in req.topic_data:
+        partitions = []
+        for pd in topic.partition_data:
+            if v < 3:
+                partitions.append(_error(pd.index, ErrorCode.UNSUPPORTED_VERSION))
+                continue
+            if not valid_acks:
+                partitions.append(_error(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
+                continue
+            code = _check_single_batch(pd.records, v)
+            if code:
+                partitions.append(_error(pd.index, code))
+                continue
+            partition = state.partition(topic.name, pd.index)
+            if partition is None:
+                partitions.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            if is_internal(topic.name):
+                partitions.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION))
+                continue
+            try:
+                info = partition.append_records_as_leader(pd.records)  # type: ignore[arg-type]
+            except LogError as e:
+                resp = _error(pd.index, ErrorCode[e.error.value])
+                if v >= 8:
+                    resp.error_message = str(e) or None
+                partitions.append(resp)
+                continue
+            partitions.append(PartitionResponse(
+                index=pd.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
+                log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset))
+        topics.append(ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions))
+    if req.acks == 0:
+        return NO_RESPONSE
+    return ProduceResponse(responses=topics, throttle_time_ms=0)

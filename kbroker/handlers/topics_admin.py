@@ -1,0 +1,168 @@
+"""CreateTopics (key 19) v2-7 and DeleteTopics (key 20) v1-6.
+
+CreateTopics, per topic, in the order Kafka's controller checks (ControllerApis,
+ReplicationControlManager): a name listed twice INVALID_REQUEST; an illegal name or one
+that collides with an existing topic on '.' vs '_' INVALID_TOPIC_EXCEPTION; an existing
+topic TOPIC_ALREADY_EXISTS; manual assignments together with a partition count or
+replication factor INVALID_REQUEST, assignments naming another broker
+INVALID_REPLICA_ASSIGNMENT; num_partitions -1 = num.partitions, below 1
+INVALID_PARTITIONS; replication_factor -1 = default.replication.factor, below 1 or above
+the one broker INVALID_REPLICATION_FACTOR; unknown or invalid configs INVALID_CONFIG.
+``validate_only`` checks without creating.  v5+ answers carry the partition count,
+replication factor and the topic's configs.  Topic ids are zero (see Metadata).
+
+DeleteTopics: by name (v1-5) or name/id (v6); unknown names UNKNOWN_TOPIC_OR_PARTITION,
+ids UNKNOWN_TOPIC_ID (all ids are zero here); ``delete.topic.enable=false``
+TOPIC_DELETION_DISABLED.  Deletion renames the partition dirs ``...-delete`` and removes
+them after ``log.segment.delete.delay.ms``.
+"""
+
+from __future__ import annotations
+
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from kbroker.topic_configs import TopicConfigStore
+from kbroker.topic_names import invalid_reason, is_internal, unify_collision_chars
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    ZERO_UUID,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+
+Result = CreateTopicsResponse.CreatableTopicResult
+# DescribeConfigs config sources: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5
+SOURCE_TOPIC, SOURCE_DEFAULT = 1, 5
+
+
+def _fail(name: str, code: ErrorCode, message: str) -> Result:
+    return Result(name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
+                  num_partitions=-1, replication_factor=-1, configs=None)
+
+
+def _check(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupes: set[str]
+           ) -> tuple[Result | None, int, dict[str, str]]:
+    """Validate one topic; returns (error result or None, partition count, config overrides)."""
+    state = ctx.broker
+    name = t.name
+    if name in dupes:
+        return _fail(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."), 0, {}
+    why = invalid_reason(name)
+    if why:
+        return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION, why), 0, {}
+    if name in state.topics:
+        return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."), 0, {}
+    unified = unify_collision_chars(name)
+    for other in state.topics:
+        if unify_collision_chars(other) == unified:
+            return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic '{name}' collides with existing topic: {other}"), 0, {}
+    count = t.num_partitions
+    if t.assignments:
+        if t.num_partitions != -1 or t.replication_factor != -1:
+            return _fail(name, ErrorCode.INVALID_REQUEST,
+                         "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                         "Both cannot be used at the same time."), 0, {}
+        indexes = sorted(a.partition_index for a in t.assignments)
+        if indexes != list(range(len(indexes))):
+            return _fail(name, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         "Partitions should be numbered 0 to n-1 without gaps."), 0, {}
+        for a in t.assignments:
+            if a.broker_ids != [state.node_id]:
+                return _fail(name, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Replica assignment {a.broker_ids} names brokers that are not "
+                             f"registered (only broker {state.node_id} is)."), 0, {}
+        count = len(indexes)
+    else:
+        if count == -1:
+            count = state.config["num.partitions"]
+        if count < 1:
+            return _fail(name, ErrorCode.INVALID_PARTITIONS,
+                         "Number of partitions was set to an invalid non-positive value."), 0, {}
+        rf = t.replication_factor
+        if rf == -1:
+            rf = state.config["default.replication.factor"]
+        if rf < 1:
+            return _fail(name, ErrorCode.INVALID_REPLICATION_FACTOR,
+                         "Replication factor must be larger than 0, or -1 to use the default value."), 0, {}
+        if rf > 1:
+            return _fail(name, ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Unable to replicate the partition {rf} time(s): The target replication "
+                         f"factor of {rf} cannot be reached because only 1 broker(s) are registered."), 0, {}
+    configs: dict[str, str] = {}
+    for c in t.configs:
+        if c.value is None:
+            return _fail(name, ErrorCode.INVALID_CONFIG,
+                         f"Null value not supported for topic configs: {c.name}"), 0, {}
+        configs[c.name] = c.value
+    try:
+        TopicConfigStore.validate(configs, state.config.log_config)
+    except KeyError as e:
+        return _fail(name, ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {e.args[0]}"), 0, {}
+    except ValueError as e:
+        return _fail(name, ErrorCode.INVALID_CONFIG, str(e)), 0, {}
+    return None, count, configs
+
+
+def _config_entries(ctx: RequestContext, configs: dict[str, str]) -> list:
+    cfg = TopicConfigStore.validate(configs, ctx.broker.config.log_config)
+    out = []
+    for name, value in sorted(cfg.to_properties().items()):
+        text = ",".join(value) if isinstance(value, tuple) else str(value).lower() if isinstance(value, bool) else str(value)
+        out.append(CreateTopicsResponse.CreatableTopicConfigs(
+            name=name, value=text, read_only=False,
+            config_source=SOURCE_TOPIC if name in configs else SOURCE_DEFAULT, is_sensitive=False))
+    return out
+
+
+@REGISTRY.register(19, 2, 7)
+def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    state = ctx.broker
+    v = ctx.api_version
+    names = [t.name for t in req.topics]
+    dupes = {n for n in names if names.count(n) > 1}
+    results = []
+    for t in req.topics:
+        failed, count, configs = _check(ctx, t, dupes)
+        if failed is not None:
+            results.append(failed)
+            continue
+        if not req.validate_only:
+            state.create_topic(t.name, count, configs)
+        r = Result(name=t.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None)
+        if v >= 5:
+            r.num_partitions = count
+            r.replication_factor = 1
+            r.configs = _config_entries(ctx, configs)
+        results.append(r)
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+@REGISTRY.register(20, 1, 6)
+def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    state = ctx.broker
+    v = ctx.api_version
+    if v >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(n, ZERO_UUID) for n in req.topic_names]
+    results = []
+    R = DeleteTopicsResponse.DeletableTopicResult
+    for name, topic_id in wanted:
+        if name is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.INVALID_REQUEST
+            results.append(R(name=None, topic_id=topic_id, error_code=code, error_message=None))
+            continue
+        if not state.config["delete.topic.enable"]:
+            code = ErrorCode.TOPIC_DELETION_DISABLED
+        elif name not in state.topics:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        elif is_internal(name):
+            code = ErrorCode.INVALID_REQUEST
+        else:
+            state.delete_topic(name)
+            code = ErrorCode.NONE
+        results.append(R(name=name, topic_id=ZERO_UUID, error_code=code, error_message=None))
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -1,0 +1,82 @@
+"""``Partition``: the broker's view of one topic partition it leads (Kafka's Partition).
+
+The only place in kbroker/ that calls into a ``log.log.Log``.  Single node: this broker
+leads every partition at leader epoch 0 and the high watermark follows the log end offset
+(the Log does that when opened with ``high_watermark_follows_log_end``).  The last
+stable offset equals the high watermark until transactions exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from log.log import FetchIsolation, Log
+from log.types import LogAppendInfo
+
+if TYPE_CHECKING:
+    from kbroker.fetch_waiters import FetchWaiters
+
+LEADER_EPOCH = 0
+
+
+@dataclass(slots=True)
+class ReadResult:
+    records: bytes               # whole stored batches, as stored (never re-encoded)
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+
+
+class Partition:
+    __slots__ = ("topic", "index", "log", "waiters", "leader_epoch")
+
+    def __init__(self, topic: str, index: int, log: Log, waiters: FetchWaiters):
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.waiters = waiters
+        self.leader_epoch = LEADER_EPOCH
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    def append_records_as_leader(self, records: memoryview) -> LogAppendInfo:
+        """Validate, assign offsets in place and append; wakes parked fetches.
+        Raises log.errors.LogError subclasses (each names the Kafka error to answer)."""
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        if not info.duplicate:
+            self.waiters.notify((self.topic, self.index))
+        return info
+
+    def read(self, fetch_offset: int, max_bytes: int, min_one_message: bool,
+             read_committed: bool = False) -> ReadResult:
+        """Whole batches from the one containing ``fetch_offset`` up to the high watermark.
+        Raises log.errors.OffsetOutOfRangeError below the log start or above the HW."""
+        hw = self.log.high_watermark
+        if fetch_offset > hw:
+            from log.errors import OffsetOutOfRangeError
+
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
+                f"but the high watermark is {hw}")
+        isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
+        if fetch_offset == hw:
+            data = b""
+        else:
+            info = self.log.read(fetch_offset, max_bytes, isolation, min_one_message)
+            data = info.records.read()
+        return ReadResult(data, hw, hw, self.log.log_start_offset)

@@ -1,0 +1,61 @@
+"""Per-topic config overrides, persisted across restarts.
+
+Kafka keeps topic configs in its metadata log; a single-node kbroker keeps them in one
+JSON file in the first log dir, ``kbroker-topic-configs.json``:
+``{"topic": {"retention.ms": "1000", ...}, ...}`` (only overrides; defaults come from
+the broker config).  Written to a temp file, fsynced and renamed, so a crash leaves the
+old or the new file, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+
+from log.config import LogConfig
+
+FILE_NAME = "kbroker-topic-configs.json"
+
+
+class TopicConfigStore:
+    def __init__(self, log_dir: str, defaults: LogConfig):
+        self.path = os.path.join(log_dir, FILE_NAME)
+        self.defaults = defaults
+        self.overrides: dict[str, dict[str, str]] = {}
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+            self.overrides = {t: {k: str(v) for k, v in c.items()} for t, c in data.items()}
+        except FileNotFoundError:
+            pass
+
+    def config_for(self, topic: str) -> LogConfig:
+        over = self.overrides.get(topic)
+        if not over:
+            return self.defaults
+        return LogConfig.from_properties(over, base=replace(self.defaults, overrides=()))
+
+    @staticmethod
+    def validate(configs: dict[str, str], defaults: LogConfig) -> LogConfig:
+        """The LogConfig these overrides give; KeyError (unknown name) or ValueError."""
+        return LogConfig.from_properties(configs, base=replace(defaults, overrides=()))
+
+    def set(self, topic: str, configs: dict[str, str]) -> None:
+        if configs:
+            self.overrides[topic] = dict(configs)
+        else:
+            self.overrides.pop(topic, None)
+        self._save()
+
+    def remove(self, topic: str) -> None:
+        if self.overrides.pop(topic, None) is not None:
+            self._save()
+
+    def _save(self) -> None:
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.overrides, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
