@@ -384,6 +384,9 @@ class LogSegment:
         return self.log.search_for_timestamp(timestamp_ms, position, starting_offset)
 
     def close(self) -> None:
+        # materialise never-used indexes so a clean reopen finds them (trimmed to 0 below)
+        self.offset_index  # noqa: B018
+        self.time_index  # noqa: B018
         if self._max_ts_and_offset is not _UNKNOWN:
             try:
                 self.time_index.maybe_append(self.max_timestamp_so_far(), self._offset_of_max_timestamp_so_far(), True)

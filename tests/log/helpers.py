@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 
-from wire.compression import Compression
-from wire.record_batch import TimestampType, build_batch
-
 from log.clock import ManualClock
 from log.config import LogConfig
 from log.log import Log
 from log.scheduler import Scheduler
+from wire.compression import Compression
+from wire.record_batch import TimestampType, build_batch
 
 SMALL = LogConfig(segment_bytes=4096, segment_index_bytes=1024, index_interval_bytes=256)
 
@@ -32,11 +31,12 @@ def open_log(tmp_path, config: LogConfig = SMALL, clock: ManualClock | None = No
 
 def reopen(log: Log, clean: bool, **kw) -> Log:
     """Reopen ``log``'s directory as after a clean shutdown or a crash (kill -9)."""
+    rp = kw.pop("recovery_point", 0)
     if clean:
         log.flush()
         log.close()
     else:
         log.close_handlers()
     return Log.open(log.dir, log.config, log.clock, log.scheduler, log_start_offset=log.log_start_offset,
-                    recovery_point=log.recovery_point if clean else kw.pop("recovery_point", 0),
+                    recovery_point=log.recovery_point if clean else rp,
                     had_clean_shutdown=clean, **kw)

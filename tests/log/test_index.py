@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from log.errors import CorruptIndexError
+from log.errors import CorruptIndexError, IndexOffsetOverflowError
 from log.index import OffsetIndex, TimeIndex
 from log.types import OffsetPosition, TimestampOffset
 
@@ -27,7 +27,7 @@ def test_offset_index_rejects_non_increasing_offsets_and_overflowing_relative_of
     idx.append(5, 0)
     with pytest.raises(ValueError):
         idx.append(5, 10)
-    with pytest.raises(Exception):
+    with pytest.raises(IndexOffsetOverflowError):
         idx.append(1 << 31, 20)
 
 

@@ -2,9 +2,9 @@ import pytest
 
 from log.errors import OffsetOutOfRangeError
 from log.log import FetchIsolation
+from wire.record_batch import iter_batches
 
 from .helpers import SMALL, batch, open_log
-from wire.record_batch import iter_batches
 
 
 def _offsets(info):

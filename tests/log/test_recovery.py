@@ -2,9 +2,8 @@
 
 import os
 
-from wire.record_batch import iter_batches
-
 from log.segment import LogSegment
+from wire.record_batch import iter_batches
 
 from .helpers import batch, open_log, reopen
 
