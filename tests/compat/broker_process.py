@@ -1,0 +1,118 @@
+"""A real kbroker process for compat tests: started with ``python -m kbroker serve``,
+talked to over TCP on 127.0.0.1, stopped by SIGTERM or killed with SIGKILL.
+
+The port is chosen once (a free ephemeral port) and kept across restarts, so clients
+bootstrapped before a restart find the broker again.  The broker's own log line
+"started ... listening on HOST:PORT" is what tells us it is up.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+_LISTENING = re.compile(r"started \(kbroker id=\d+\) listening on ([^\s:]+):(\d+)")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BrokerProcess:
+    def __init__(self, data_dir: Path, port: int | None = None, overrides: dict[str, str] | None = None):
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.overrides = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+            "num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            **(overrides or {}),
+        }
+        self.proc: subprocess.Popen[str] | None = None
+        self.output: list[str] = []
+        self._reader: threading.Thread | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> BrokerProcess:
+        args = [sys.executable, "-m", "kbroker", "serve"]
+        for k, v in self.overrides.items():
+            args += ["--override", f"{k}={v}"]
+        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        started = threading.Event()
+
+        def read() -> None:
+            assert self.proc is not None and self.proc.stdout is not None
+            for line in self.proc.stdout:
+                self.output.append(line)
+                if _LISTENING.search(line):
+                    started.set()
+            started.set()
+
+        self._reader = threading.Thread(target=read, daemon=True)
+        self._reader.start()
+        if not started.wait(timeout_s) or self.proc.poll() is not None:
+            self.kill()
+            raise RuntimeError("broker did not start:\n" + "".join(self.output))
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM and wait: a clean shutdown (flush, checkpoints, clean-shutdown marker)."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        if self._reader is not None:
+            self._reader.join(5)
+        self.proc = None
+        return rc
+
+    def kill(self) -> None:
+        """SIGKILL: an unclean shutdown, like kill -9."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self._reader is not None:
+            self._reader.join(5)
+        self.proc = None
+
+    def restart(self, clean: bool = True) -> BrokerProcess:
+        if clean:
+            self.stop()
+        else:
+            self.kill()
+        deadline = time.time() + 10
+        while time.time() < deadline:  # the old socket may linger briefly
+            try:
+                with socket.socket() as s:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    s.bind(("127.0.0.1", self.port))
+                break
+            except OSError:
+                time.sleep(0.1)
+        return self.start()
+
+    def log_text(self) -> str:
+        return "".join(self.output)
