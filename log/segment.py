@@ -207,6 +207,11 @@ class LogSegment:
             # the limit falls inside the range: end at the last whole batch before it
             end = start.position + start.size
             limit = start.position + fetch_size
+            # offset-index entries sit at batch starts: jump to the last one <= limit, then
+            # scan the few headers after it
+            slot = self.offset_index._largest_lower_bound_slot(limit, by_value=True)
+            if slot >= 0:
+                end = max(end, self.offset_index._value(slot))
             for pos, h in self.log.batch_headers_from(end, max_position):
                 nxt = pos + h.batch_length + LOG_OVERHEAD
                 if nxt > limit:
