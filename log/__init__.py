@@ -1,8 +1,46 @@
 """log: Kafka's segment/index storage engine (issue 3).
 
-Theory of operation: a partition is an append-only log split into segments named by
-base offset; each segment is a ``.log`` file of record batches exactly as on the wire,
-a sparse ``.index`` (relative offset -> file position) and a ``.timeindex``
-(timestamp -> relative offset).  No networking and no knowledge of Kafka requests; it
-uses only wire/'s record-batch view.  Time comes from an injected clock.
+Theory of operation
+-------------------
+A partition is an append-only log split into *segments* named by base offset; each segment is
+a ``.log`` file of record batches exactly as on the wire (magic 2, offsets assigned), a sparse
+``.index`` (relative offset -> file position, one entry per ``index.interval.bytes``) and a
+``.timeindex`` (max timestamp so far -> relative offset).  Appends are sequential writes to
+the last (*active*) segment; lookups are a binary search over segment base offsets, then over
+the index, then a short scan of batch headers; old data is deleted a whole segment at a time.
+
+Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
+
+* ``LogManager`` (log_manager.py): all logs of a broker over ``log.dirs``; checkpoints,
+  clean-shutdown marker, retention/flush/checkpoint tasks on the ``Scheduler``.
+* ``Log`` = ``UnifiedLog`` (log.py): log start offset, high watermark, producer state,
+  retention policy, roll policy, append/read/truncate API for the broker.
+* ``LocalLog`` (local_log.py): segments, log end offset, recovery point, roll, read,
+  ``.deleted`` renames.  ``LogLoader`` (loader.py): open + crash recovery.
+* ``LogSegments`` / ``LogSegment`` (segments.py, segment.py), ``FileRecords``
+  (file_records.py), ``OffsetIndex`` / ``TimeIndex`` (index.py).
+* ``ProducerStateManager`` (producer_state.py): idempotent producers, ``.snapshot`` files.
+* ``validate_and_assign_offsets`` (validator.py): Kafka's LogValidator, a pure function.
+* checkpoint.py (text checkpoints, meta.properties, clean-shutdown marker), config.py
+  (``LogConfig`` with Kafka's topic-config names and defaults), files.py (naming),
+  batch_header.py (the 61-byte v2 header), types.py (frozen value types), errors.py (Kafka
+  error names), clock.py / scheduler.py (injected time, cooperative tasks).
+
+Rules
+-----
+* No networking and no event loop: no asyncio/uvloop/socket/selectors/ssl (import-linter).
+  log/ may import ``wire`` (record-batch view, compression) and nothing above it.
+* Time comes from an injected ``Clock``; background work is queued on a ``Scheduler`` that the
+  owner runs; log/ starts no threads.
+* The hot path treats batches as opaque bytes: append validates headers and CRC, patches
+  baseOffset/partitionLeaderEpoch in place and writes; records are decoded only for
+  compacted-topic key checks and inside the one batch a by-timestamp lookup lands in.
+* Reads return ``RecordsSlice`` handles (fd, position, length) of whole stored batches, the
+  first always whole (KIP-74), for ``sendfile``; ``.read()`` gives bytes.
+* Errors a client must see are ``log.errors.LogError`` subclasses carrying Kafka's error name
+  (``exc.error``); the broker maps it to a code (``wire.error_codes.ErrorCode[exc.error]``).
+
+Deliberately not done (yet): transactions (no ``.txnindex``, no LSO, markers only end the
+producer's ongoing transaction), log compaction, leader-epoch cache, tiered storage,
+recompression for ``compression.type`` != producer, message format down-conversion.
 """
