@@ -126,6 +126,8 @@ class LocalLog:
             if active is not None:
                 active.on_become_inactive_segment()
         new_segment = LogSegment.open(self.dir, new_offset, self.config, self.clock)
+        new_segment.offset_index  # noqa: B018 - create the preallocated index files now, as
+        new_segment.time_index  # noqa: B018 - Kafka's shouldRoll on the next append would
         self.segments.add(new_segment)
         self.update_log_end_offset(self.next_offset_metadata.message_offset)
         return new_segment
