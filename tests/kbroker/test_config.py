@@ -10,7 +10,7 @@ from kbroker.properties import parse_properties
 
 def test_with_no_file_the_broker_listens_on_localhost_9092_with_data_in_dot_data():
     c = BrokerConfig()
-    assert [(l.name, l.host, l.port) for l in c.listeners] == [("PLAINTEXT", "localhost", 9092)]
+    assert [(x.name, x.host, x.port) for x in c.listeners] == [("PLAINTEXT", "localhost", 9092)]
     assert c.log_dirs == ["./data"]
     assert c.node_id == 1 and c["num.partitions"] == 1 and c["auto.create.topics.enable"] is True
 
