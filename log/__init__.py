@@ -23,7 +23,7 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
 * ``validate_and_assign_offsets`` (validator.py): Kafka's LogValidator, a pure function.
 * checkpoint.py (text checkpoints, meta.properties, clean-shutdown marker), config.py
   (``LogConfig`` with Kafka's topic-config names and defaults), files.py (naming),
-  batch_header.py (the 61-byte v2 header), types.py (frozen value types), errors.py (Kafka
+  types.py (frozen value types), errors.py (Kafka
   error names), clock.py / scheduler.py (injected time, cooperative tasks).
 
 Rules

@@ -1,7 +1,7 @@
 """FileRecords: a segment's ``.log`` file of record batches (Kafka's ``FileRecords``).
 
 Byte layout: record batches back to back, exactly as received on the wire after offset
-assignment (magic 2, see ``log/batch_header.py``); no header, no padding.  Invariant: the
+assignment (magic 2, see ``wire/batch_header.py``); no header, no padding.  Invariant: the
 bytes in ``[0, size)`` are whole batches, except transiently after a crash, which recovery
 repairs by truncating at the first invalid or partial batch.
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from log.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 from log.errors import CorruptRecordError
 from log.types import LogOffsetPosition, RecordsSlice, TimestampAndOffset
+from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 from wire.errors import CorruptRecordError as WireCorruptRecordError
 from wire.record_batch import RecordBatch
 

@@ -40,7 +40,6 @@ from enum import Enum
 
 import crc32c
 
-from log.batch_header import NO_PRODUCER_ID, BatchHeader
 from log.clock import Clock
 from log.config import ProducerStateManagerConfig
 from log.errors import (
@@ -55,6 +54,7 @@ from log.files import (
     offset_from_file_name,
     producer_snapshot_file,
 )
+from wire.batch_header import NO_PRODUCER_ID, BatchHeader
 
 __all__ = [
     "NUM_BATCHES_TO_RETAIN",

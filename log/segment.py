@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import crc32c
 
-from log.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 from log.clock import Clock
 from log.config import LogConfig
 from log.errors import CorruptRecordError, LogSegmentOffsetOverflowError
@@ -37,6 +36,7 @@ from log.types import (
     TimestampAndOffset,
     TimestampOffset,
 )
+from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 from wire.errors import CorruptRecordError as WireCorruptRecordError
 from wire.record_batch import RecordBatch
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import crc32c
 
-from log.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 from log.config import LogConfig
 from log.errors import (
     CorruptRecordError,
@@ -40,6 +39,7 @@ from log.errors import (
     UnsupportedForMessageFormatError,
 )
 from log.producer_state import AppendOrigin
+from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 from wire.errors import CorruptRecordError as WireCorruptRecordError
 from wire.record_batch import (
     RecordBatch,

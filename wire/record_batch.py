@@ -44,6 +44,7 @@ from enum import IntEnum
 
 import crc32c as _crc32c
 
+from wire.batch_header import HEADER_STRUCT
 from wire.compression import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     Compression,
@@ -110,9 +111,8 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
-# The whole header in one call, for the builder.
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-assert _HEADER.size == HEADER_SIZE
+# The whole header in one call, for the builder (the layout lives in wire.batch_header).
+_HEADER = HEADER_STRUCT
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08

@@ -2,8 +2,8 @@
 
 import os
 
-from log.batch_header import parse_header
 from log.config import LogConfig
+from wire.batch_header import parse_header
 
 from .helpers import batch, open_log
 

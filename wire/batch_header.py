@@ -1,10 +1,9 @@
 """The fixed 61-byte header of a v2 record batch, decoded in one ``struct`` call.
 
-Why log/ has this and does not only use ``wire.record_batch.RecordBatch``: the storage engine
-scans *files* (recovery, offset translation, time lookups) reading just the header of each batch
-with a ``pread`` of a few bytes, never the batch body.  One ``unpack_from`` per header is the
-cheapest way to do that in Python.  The layout is Kafka's on-disk format (``DefaultRecordBatch``),
-which the storage engine must know anyway::
+The one definition of the header layout (Kafka's ``DefaultRecordBatch``, on the wire and on
+disk).  ``wire.record_batch`` builds and patches batches with it; log/ scans *files* with it
+(recovery, offset translation, time lookups), reading just each header with a small ``pread``:
+one ``unpack_from`` per header is the cheapest way to do that in Python::
 
     offset  size  field
       0      8    baseOffset             int64
@@ -34,6 +33,7 @@ from typing import NamedTuple
 
 __all__ = [
     "HEADER_SIZE",
+    "HEADER_STRUCT",
     "LOG_OVERHEAD",
     "BatchHeader",
     "parse_header",
@@ -44,8 +44,8 @@ HEADER_SIZE = 61  # RECORD_BATCH_OVERHEAD
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-assert _HEADER.size == HEADER_SIZE
+HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
+assert HEADER_STRUCT.size == HEADER_SIZE
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
@@ -115,4 +115,4 @@ class BatchHeader(NamedTuple):
 
 def parse_header(buf, pos: int = 0) -> BatchHeader:
     """Decode the header at ``buf[pos:pos+61]`` (``buf`` must hold at least that much)."""
-    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    return BatchHeader._make(HEADER_STRUCT.unpack_from(buf, pos))
