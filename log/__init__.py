@@ -37,8 +37,8 @@ Rules
   compacted-topic key checks and inside the one batch a by-timestamp lookup lands in.
 * Reads return ``RecordsSlice`` handles (fd, position, length) of whole stored batches, the
   first always whole (KIP-74), for ``sendfile``; ``.read()`` gives bytes.
-* Errors a client must see are ``log.errors.LogError`` subclasses carrying Kafka's error name
-  (``exc.error``); the broker maps it to a code (``wire.error_codes.ErrorCode[exc.error]``).
+* Errors a client must see are ``log.errors.LogError`` subclasses; ``exc.error`` is the
+  ``wire.error_codes.ErrorCode`` the broker answers with.
 
 Deliberately not done (yet): transactions (no ``.txnindex``, no LSO, markers only end the
 producer's ongoing transaction), log compaction, leader-epoch cache, tiered storage,

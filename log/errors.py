@@ -1,20 +1,18 @@
 """Exceptions raised by log/, each carrying the name of the Kafka error code a client expects.
 
-log/ knows nothing of requests, so it does not pick numeric codes: the broker maps
-``exc.error`` (a :class:`Errors` member, Kafka's ``Errors`` enum name) to the code of the API
-and version it is answering.  Exceptions without ``error`` client meaning (a corrupt index, a
+``exc.error`` is the ``wire.error_codes.ErrorCode`` a client expects; log/ knows nothing of
+requests, and the broker answers with that code.  Exceptions without ``error`` client meaning (a corrupt index, a
 bad snapshot) are internal and handled inside log/.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
+from wire.error_codes import ErrorCode
 
 __all__ = [
     "CorruptIndexError",
     "CorruptRecordError",
     "CorruptSnapshotError",
-    "Errors",
     "IndexOffsetOverflowError",
     "InvalidProducerEpochError",
     "InvalidRecordError",
@@ -33,82 +31,64 @@ __all__ = [
 ]
 
 
-class Errors(StrEnum):
-    """Kafka error names (``org.apache.kafka.common.protocol.Errors``) that log/ can produce."""
-
-    OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
-    CORRUPT_MESSAGE = "CORRUPT_MESSAGE"
-    MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
-    RECORD_LIST_TOO_LARGE = "RECORD_LIST_TOO_LARGE"
-    INVALID_RECORD = "INVALID_RECORD"
-    INVALID_TIMESTAMP = "INVALID_TIMESTAMP"
-    OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
-    INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
-    UNKNOWN_PRODUCER_ID = "UNKNOWN_PRODUCER_ID"
-    INVALID_TXN_STATE = "INVALID_TXN_STATE"
-    UNSUPPORTED_FOR_MESSAGE_FORMAT = "UNSUPPORTED_FOR_MESSAGE_FORMAT"
-    KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
-    UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
-
-
 class LogError(Exception):
     """Base class; ``error`` is the Kafka error a client should see."""
 
-    error: Errors = Errors.UNKNOWN_SERVER_ERROR
+    error: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class OffsetOutOfRangeError(LogError):
-    error = Errors.OFFSET_OUT_OF_RANGE
+    error = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
 class CorruptRecordError(LogError):
-    error = Errors.CORRUPT_MESSAGE
+    error = ErrorCode.CORRUPT_MESSAGE
 
 
 class RecordTooLargeError(LogError):
     """A batch is larger than max.message.bytes."""
 
-    error = Errors.MESSAGE_TOO_LARGE
+    error = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class RecordBatchTooLargeError(LogError):
     """The appended bytes are larger than segment.bytes."""
 
-    error = Errors.RECORD_LIST_TOO_LARGE
+    error = ErrorCode.RECORD_LIST_TOO_LARGE
 
 
 class InvalidRecordError(LogError):
-    error = Errors.INVALID_RECORD
+    error = ErrorCode.INVALID_RECORD
 
 
 class InvalidTimestampError(LogError):
-    error = Errors.INVALID_TIMESTAMP
+    error = ErrorCode.INVALID_TIMESTAMP
 
 
 class OutOfOrderSequenceError(LogError):
-    error = Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    error = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 class InvalidProducerEpochError(LogError):
-    error = Errors.INVALID_PRODUCER_EPOCH
+    error = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 class UnknownProducerIdError(LogError):
-    error = Errors.UNKNOWN_PRODUCER_ID
+    error = ErrorCode.UNKNOWN_PRODUCER_ID
 
 
 class InvalidTxnStateError(LogError):
-    error = Errors.INVALID_TXN_STATE
+    error = ErrorCode.INVALID_TXN_STATE
 
 
 class UnsupportedForMessageFormatError(LogError):
-    error = Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT
+    error = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
 class KafkaStorageError(LogError):
     """An I/O error on a log directory."""
 
-    error = Errors.KAFKA_STORAGE_ERROR
+    error = ErrorCode.KAFKA_STORAGE_ERROR
 
 
 class UnexpectedAppendOffsetError(LogError):

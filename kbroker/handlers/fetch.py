@@ -75,7 +75,7 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
                                             read_committed)
                     records = result.records
             except LogError as e:
-                code = ErrorCode[e.error.value]
+                code = e.error
                 pd = _partition_error(fp.partition, code)
                 pd.high_watermark = partition.high_watermark
                 pd.last_stable_offset = partition.last_stable_offset

@@ -69,7 +69,7 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
             try:
                 found = partition.log.fetch_offset_by_timestamp(ts)
             except LogError as e:
-                parts.append(_error(p.partition_index, ErrorCode[e.error.value]))
+                parts.append(_error(p.partition_index, e.error))
                 continue
             if found is None or found.offset < 0:
                 parts.append(P(p.partition_index, 0, timestamp=-1, offset=-1, leader_epoch=-1))

@@ -81,7 +81,7 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
             try:
                 info = partition.append_records_as_leader(pd.records)  # type: ignore[arg-type]
             except LogError as e:
-                resp = _error(pd.index, ErrorCode[e.error.value])
+                resp = _error(pd.index, e.error)
                 if v >= 8:
                     resp.error_message = str(e) or None
                 partitions.append(resp)

@@ -12,6 +12,7 @@ from log.errors import (
     UnsupportedForMessageFormatError,
 )
 from log.validator import validate_and_assign_offsets
+from wire.error_codes import ErrorCode
 from wire.record_batch import RecordBatch, build_control_batch
 
 from .helpers import batch
@@ -42,13 +43,13 @@ def test_a_flipped_bit_is_a_corrupt_message():
     buf[70] ^= 1
     with pytest.raises(CorruptRecordError) as e:
         validate_and_assign_offsets(buf, 0, NOW, CFG)
-    assert e.value.error == "CORRUPT_MESSAGE"
+    assert e.value.error == ErrorCode.CORRUPT_MESSAGE
 
 
 def test_a_batch_above_max_message_bytes_is_message_too_large():
     with pytest.raises(RecordTooLargeError) as e:
         validate_and_assign_offsets(batch(n=3, value_size=500), 0, NOW, replace(CFG, max_message_bytes=1000))
-    assert e.value.error == "MESSAGE_TOO_LARGE"
+    assert e.value.error == ErrorCode.MESSAGE_TOO_LARGE
 
 
 def test_client_batches_must_start_at_offset_zero_with_consistent_counts():
