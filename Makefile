@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
-.PHONY: run test lint gen gen-check schemas bench-codec bench-log clean
+.PHONY: run test deps-system lint gen gen-check schemas bench-codec bench-log clean
 
 $(VENV)/.run-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,13 @@ run: $(VENV)/.run-installed
 	$(PY) -m kbroker serve --override log.dirs=./data
 
 ## test: install everything the tests need, then run lint and every test
-test: $(VENV)/.test-installed lint
+test: $(VENV)/.test-installed deps-system lint
 	$(PY) -m pytest
+
+## deps-system: system packages the compat tests run (kcat, from Debian)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
+deps-system:
+	command -v kcat >/dev/null || ($(SUDO) apt-get install -y kcat || ($(SUDO) apt-get update && $(SUDO) apt-get install -y kcat))
 
 lint: $(VENV)/.test-installed
 	$(VENV)/bin/lint-imports
