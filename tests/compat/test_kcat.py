@@ -63,7 +63,7 @@ def test_kcat_keys_split_with_dash_k_come_back_as_keys(broker, kcat, tmp_path):
     assert out.splitlines() == lines
     # kcat sends an empty key part as an empty (length 0, not null) key; %K prints the length
     out = run(kcat, "-C", "-b", broker.bootstrap, "-t", "keyed", "-e", "-o", "-3", "-q", "-f", "%K|%k|%S|%s\n")
-    assert out.splitlines() == ["8|only-key|0|", "0||6|no key", "1|k|12|v:with:colons"]
+    assert out.splitlines() == ["8|only-key|0|", "0||6|no key", "1|k|13|v:with:colons"]
 
 
 def test_kcat_lists_the_topics_and_this_broker_as_controller(broker, kcat, tmp_path):
