@@ -1,0 +1,49 @@
+"""Group coordinator settings, under Kafka's broker property names and defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["GroupConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """What the classic group coordinator reads from server.properties.
+
+    ``from_properties`` maps Kafka's names (``group.min.session.timeout.ms`` ...) onto fields.
+    """
+
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 3_000
+    group_max_size: int = 2**31 - 1
+    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000  # offsets.retention.minutes = 10080
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    offsets_topic_num_partitions: int = 50
+    # Kafka's GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS (not a property):
+    # a new member's parked JoinGroup is dropped after this long (KIP-345 era fix, KAFKA-9232).
+    new_member_join_timeout_ms: int = 300_000
+
+    _NAMES = {
+        "group.min.session.timeout.ms": "group_min_session_timeout_ms",
+        "group.max.session.timeout.ms": "group_max_session_timeout_ms",
+        "group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
+        "group.max.size": "group_max_size",
+        "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
+        "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+        "offsets.topic.num.partitions": "offsets_topic_num_partitions",
+    }
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object]) -> GroupConfig:
+        """Build from Kafka property names; unknown names are ignored, values may be strings."""
+        kwargs: dict[str, int] = {}
+        for name, field_name in cls._NAMES.items():
+            if name in props:
+                kwargs[field_name] = int(props[name])  # type: ignore[arg-type]
+        if "offsets.retention.minutes" in props:
+            kwargs["offsets_retention_ms"] = int(props["offsets.retention.minutes"]) * 60_000  # type: ignore[arg-type]
+        return cls(**kwargs)

@@ -1,0 +1,373 @@
+"""``GroupCoordinator``: the one object the broker's handlers talk to.
+
+Every method takes a decoded request and its API version and returns a
+:class:`groups.result.Result`; see the package docstring for the contract.  This module
+does the request-level checks Kafka's ``GroupCoordinatorService`` does (loading, group id,
+session timeout bounds), shapes per-version responses, runs the timers, and rebuilds state
+from ``__consumer_offsets`` (``replay``).  Membership lives in ``group_manager``, offsets in
+``offsets``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from groups.classic_group import ClassicGroup
+from groups.config import GroupConfig
+from groups.group_manager import GroupManager
+from groups.group_state import GroupState
+from groups.java_hash import partition_for
+from groups.member import ClassicGroupMember
+from groups.offsets import OffsetManager
+from groups.pending import Pending
+from groups.records import Record, decode_key, decode_value, group_metadata_tombstone
+from groups.responses import fix_join_for_version, join_error, sync_error
+from groups.result import Result
+from groups.timers import Timers
+from log.clock import Clock
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitKey,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+)
+
+__all__ = ["GroupCoordinator"]
+
+E = ErrorCode
+EXPIRY_KEY = "offsets-expiry"
+
+
+class GroupCoordinator:
+    """The classic group coordinator for every group this broker owns.
+
+    ``new_uuid`` makes member ids deterministic in tests (Kafka: ``UUID.randomUUID()``).
+    ``loading`` starts False; ``begin_load()`` / ``complete_load()`` bracket a replay of
+    ``__consumer_offsets`` during which group requests answer COORDINATOR_LOAD_IN_PROGRESS.
+    """
+
+    def __init__(self, config: GroupConfig | None = None, clock: Clock | None = None, *,
+                 new_uuid: Callable[[], str] | None = None) -> None:
+        if clock is None:
+            from log.clock import SystemClock
+
+            clock = SystemClock()
+        self.config = config or GroupConfig()
+        self.clock = clock
+        self.groups: dict[str, ClassicGroup] = {}
+        self.timers = Timers()
+        self.members = GroupManager(self.groups, self.config, clock, self.timers, new_uuid)
+        self.offsets = OffsetManager(self.groups, self.config)
+        self.loading = False
+        self._schedule_expiry()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        return self.clock.milliseconds()
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.config.offsets_topic_num_partitions)
+
+    def _result(self, response=None, pending: Pending | None = None) -> Result:
+        records = self.members.take_records()
+        return Result(records=records, response=response, pending=pending)
+
+    def _schedule_expiry(self) -> None:
+        self.timers.schedule(EXPIRY_KEY, self._now() + self.config.offsets_retention_check_interval_ms,
+                             self._run_expiry)
+
+    # -- timers ----------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int | None:
+        """When ``poll`` next has work (epoch ms), or None."""
+        return self.timers.next_deadline_ms()
+
+    def poll(self, now_ms: int | None = None) -> Result:
+        """Fire every timer due at ``now_ms`` (default: the clock): session expiries, join and
+        sync phase ends, initial-rebalance delays, offset expiry.  Responses of parked
+        requests completed here are delivered through their callbacks; the returned
+        ``records`` must be appended before those responses leave."""
+        now = self._now() if now_ms is None else now_ms
+        while (callback := self.timers.pop_due(now)) is not None:
+            callback()
+        return self._result()
+
+    on_timer = poll
+
+    def _run_expiry(self) -> None:
+        self.members._out.extend(self.cleanup_group_metadata())
+        self._schedule_expiry()
+
+    def cleanup_group_metadata(self) -> list[Record]:
+        """Kafka's ``cleanupGroupMetadata``: expire offsets, delete Empty groups left with
+        none.  Records are applied here; the caller persists them."""
+        now = self._now()
+        records: list[Record] = []
+        for group in list(self.groups.values()):
+            expired, all_gone = self.offsets.expire(group, now)
+            records.extend(expired)
+            self.offsets.apply(expired, now)
+            if all_gone and group.is_in(GroupState.EMPTY):
+                records.append(group_metadata_tombstone(group.group_id))
+                self._remove_group(group)
+        return records
+
+    def _remove_group(self, group: ClassicGroup) -> None:
+        self.members.drop_group_timers(group)
+        group.state = GroupState.DEAD
+        self.groups.pop(group.group_id, None)
+        self.offsets.offsets.pop(group.group_id, None)
+
+    # -- membership APIs -------------------------------------------------------------------
+
+    def join_group(self, req: JoinGroupRequest, version: int, *, client_id: str = "",
+                   client_host: str = "") -> Result:
+        """JoinGroup v0-7.  ``client_host`` as Kafka shows it (``/10.0.0.1``)."""
+        early = None
+        if self.loading:
+            early = E.COORDINATOR_LOAD_IN_PROGRESS
+        elif not req.group_id:
+            early = E.INVALID_GROUP_ID
+        elif not (self.config.group_min_session_timeout_ms <= req.session_timeout_ms
+                  <= self.config.group_max_session_timeout_ms):
+            early = E.INVALID_SESSION_TIMEOUT
+        if early is not None:
+            pending = Pending("JoinGroup", version, fix_join_for_version)
+            pending.complete(join_error(req.member_id, early))
+            return self._result(pending=pending)
+        pending = self.members.join_group(req, version, client_id, client_host)
+        return self._result(pending=pending)
+
+    def sync_group(self, req: SyncGroupRequest, version: int) -> Result:
+        """SyncGroup v0-5: the leader's request carries the assignment; followers park."""
+        early = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else (
+            E.INVALID_GROUP_ID if not req.group_id else None)
+        if early is not None:
+            pending = Pending("SyncGroup", version)
+            pending.complete(sync_error(early))
+            return self._result(pending=pending)
+        return self._result(pending=self.members.sync_group(req, version))
+
+    def heartbeat(self, req: HeartbeatRequest, version: int) -> Result:
+        if self.loading:
+            return self._result(HeartbeatResponse(error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        if not req.group_id:
+            return self._result(HeartbeatResponse(error_code=int(E.INVALID_GROUP_ID)))
+        return self._result(self.members.heartbeat(req, version))
+
+    def leave_group(self, req: LeaveGroupRequest, version: int) -> Result:
+        if self.loading:
+            return self._result(LeaveGroupResponse(error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        if not req.group_id:
+            return self._result(LeaveGroupResponse(error_code=int(E.INVALID_GROUP_ID)))
+        return self._result(self.members.leave_group(req, version))
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def offset_commit(self, req: OffsetCommitRequest, version: int) -> Result:
+        """OffsetCommit v2-8 (generation -1 + empty member id: a simple commit)."""
+        if self.loading:
+            return self._result(_commit_error(req, E.COORDINATOR_LOAD_IN_PROGRESS))
+        now = self._now()
+        group = self.groups.get(req.group_id)
+        response, records = self.offsets.commit(req, version, now, group)
+        if group is None and req.generation_id_or_member_epoch < 0:
+            group = self.members.get_or_create(req.group_id, True)
+        self.offsets.apply(records, now)
+        if group is not None and req.generation_id_or_member_epoch >= 0 and records:
+            self.members.touch_member(group, req.member_id)
+        out = self._result(response)
+        out.records = records + out.records
+        return out
+
+    def fetch_group_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
+                            ) -> list:
+        """One group's answer for OffsetFetch (list of ``FetchedPartition``); never an
+        error for unknown groups or partitions."""
+        return self.offsets.fetch(group_id, topics)
+
+    def offset_fetch(self, req: OffsetFetchRequest, version: int) -> Result:
+        """OffsetFetch v1-8: v0-7 one group (top-level error from v2), v8 ``groups[]``."""
+        if version >= 8:
+            groups = []
+            for g in req.groups:
+                if self.loading:
+                    groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
+                        group_id=g.group_id, error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+                    continue
+                topics = None if g.topics is None else [(t.name, list(t.partition_indexes))
+                                                        for t in g.topics]
+                fetched = self.offsets.fetch(g.group_id, topics)
+                groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
+                    group_id=g.group_id, topics=self.offsets.group_topics(fetched, True)))
+            return self._result(OffsetFetchResponse(groups=groups))
+        if self.loading:
+            return self._result(OffsetFetchResponse(
+                error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        topics = None if req.topics is None else [(t.name, list(t.partition_indexes))
+                                                  for t in req.topics]
+        fetched = self.offsets.fetch(req.group_id, topics)
+        return self._result(OffsetFetchResponse(
+            topics=self.offsets.group_topics(fetched, False), error_code=0))
+
+    def offset_delete(self, req: OffsetDeleteRequest, version: int) -> Result:
+        if self.loading:
+            return self._result(OffsetDeleteResponse(
+                error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        response, records = self.offsets.delete(req)
+        self.offsets.apply(records, self._now())
+        out = self._result(response)
+        out.records = records + out.records
+        return out
+
+    # -- admin -----------------------------------------------------------------------------
+
+    def delete_groups(self, req: DeleteGroupsRequest, version: int) -> Result:
+        """DeleteGroups v0-2: offsets tombstones then the group tombstone, per group."""
+        records: list[Record] = []
+        results = []
+        for group_id in req.groups_names:
+            code = E.NONE
+            group = self.groups.get(group_id)
+            if self.loading:
+                code = E.COORDINATOR_LOAD_IN_PROGRESS
+            elif group is None or group.is_in(GroupState.DEAD):
+                code = E.GROUP_ID_NOT_FOUND
+            elif not group.is_in(GroupState.EMPTY):
+                code = E.NON_EMPTY_GROUP
+            else:
+                records.extend(self.offsets.delete_all(group_id))
+                records.append(group_metadata_tombstone(group_id))
+                self._remove_group(group)
+            results.append(DeleteGroupsResponse.DeletableGroupResult(
+                group_id=group_id, error_code=int(code)))
+        out = self._result(DeleteGroupsResponse(results=results))
+        out.records = records + out.records
+        return out
+
+    def list_groups(self, req: ListGroupsRequest, version: int) -> Result:
+        """ListGroups v0-4 (states filter v4+, case-insensitive like Kafka)."""
+        if self.loading:
+            return self._result(ListGroupsResponse(error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        states = {s.lower() for s in req.states_filter} if version >= 4 else set()
+        types = {t.lower() for t in req.types_filter} if version >= 5 else set()
+        listed = []
+        for group in self.groups.values():
+            if states and group.state.lower() not in states:
+                continue
+            if types and "classic" not in types:
+                continue
+            listed.append(ListGroupsResponse.ListedGroup(
+                group_id=group.group_id, protocol_type=group.protocol_type or "",
+                group_state=str(group.state), group_type="classic"))
+        return self._result(ListGroupsResponse(error_code=0, groups=listed))
+
+    def describe_groups(self, req: DescribeGroupsRequest, version: int) -> Result:
+        """DescribeGroups v0-5: an unknown group is described as Dead with no error."""
+        described = []
+        for group_id in req.groups:
+            if self.loading:
+                described.append(DescribeGroupsResponse.DescribedGroup(
+                    group_id=group_id, error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+                continue
+            group = self.groups.get(group_id)
+            if group is None:
+                described.append(DescribeGroupsResponse.DescribedGroup(
+                    group_id=group_id, group_state=str(GroupState.DEAD), protocol_type="",
+                    protocol_data="", members=[]))
+                continue
+            stable = group.is_in(GroupState.STABLE)
+            members = [
+                DescribeGroupsResponse.DescribedGroupMember(
+                    member_id=m.member_id, group_instance_id=m.group_instance_id,
+                    client_id=m.client_id, client_host=m.client_host,
+                    member_metadata=m.metadata(group.protocol_name) if stable else b"",
+                    member_assignment=m.assignment if stable else b"")
+                for m in group.members.values()
+            ]
+            described.append(DescribeGroupsResponse.DescribedGroup(
+                group_id=group_id, group_state=str(group.state),
+                protocol_type=group.protocol_type or "",
+                protocol_data=(group.protocol_name or "") if stable else "",
+                members=members))
+        return self._result(DescribeGroupsResponse(groups=described))
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def begin_load(self) -> None:
+        self.loading = True
+
+    def complete_load(self) -> None:
+        self.loading = False
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one ``__consumer_offsets`` record (restart = replay them all in order)."""
+        key_struct = decode_key(key)
+        if key_struct is None:
+            return
+        decoded = decode_value(key_struct, value)
+        if isinstance(key_struct, OffsetCommitKey):
+            self.offsets.replay(key_struct, decoded, self._now())
+        else:
+            self._replay_group(key_struct, decoded)
+
+    def _replay_group(self, key: GroupMetadataKey, value: GroupMetadataValue | None) -> None:
+        """Kafka's ``GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue)``."""
+        old = self.groups.get(key.group)
+        if value is None:
+            if old is not None:
+                self.members.drop_group_timers(old)
+                old.state = GroupState.DEAD
+                del self.groups[key.group]
+            return
+        if old is not None:
+            self.members.drop_group_timers(old)
+        group = ClassicGroup(
+            key.group, GroupState.STABLE if value.members else GroupState.EMPTY,
+            generation_id=value.generation,
+            protocol_type=value.protocol_type or None, protocol_name=value.protocol,
+            leader_id=value.leader,
+            current_state_timestamp_ms=None if value.current_state_timestamp == -1
+            else value.current_state_timestamp)
+        for m in value.members:
+            group.add(ClassicGroupMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1
+                else m.rebalance_timeout,
+                session_timeout_ms=m.session_timeout, protocol_type=value.protocol_type,
+                protocols=[(value.protocol or "", bytes(m.subscription))],
+                assignment=bytes(m.assignment)))
+        group.subscribed_topics = group.compute_subscribed_topics()
+        self.groups[key.group] = group
+        # Kafka schedules every loaded member's session expiry when the partition loads.
+        for member in group.members.values():
+            self.members._reschedule_heartbeat(group, member)
+
+
+def _commit_error(req: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=[
+        OffsetCommitResponse.OffsetCommitResponseTopic(name=t.name, partitions=[
+            OffsetCommitResponse.OffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=int(code))
+            for p in t.partitions])
+        for t in req.topics])

@@ -1,0 +1,276 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and expiry.
+
+A port of Kafka's ``OffsetMetadataManager`` for classic groups.  Unlike membership, offsets
+change only by replaying records: a commit builds OffsetCommit records and replays them at
+once, so the live map and a map rebuilt from ``__consumer_offsets`` cannot drift.
+
+Rules kept from Kafka:
+
+* A commit to an unknown group with generation < 0 creates a "simple" group (Empty, no
+  protocol type) for assign()-mode consumers; with a generation >= 0 it answers
+  ILLEGAL_GENERATION (OffsetCommit < v9).  ``ClassicGroup`` validation otherwise: Dead ->
+  COORDINATOR_NOT_AVAILABLE; generation < 0 in Empty -> accepted; a member -> must exist
+  (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID) and match the generation (ILLEGAL_GENERATION);
+  no member id outside Empty -> UNKNOWN_MEMBER_ID; CompletingRebalance ->
+  REBALANCE_IN_PROGRESS.  A group-level error is every partition's error.
+* ``retention_time_ms`` (v2-v4) other than -1 sets an expire timestamp (value v1); metadata
+  longer than ``offset.metadata.max.bytes`` -> OFFSET_METADATA_TOO_LARGE for that partition;
+  a null metadata is stored as "".
+* OffsetFetch never fails for an unknown group or partition: offset -1, leader epoch -1,
+  metadata "" (PROTOCOL-NOTES trap 39).  Null topics means "every committed offset".
+* Expiry (``offsets.retention.minutes``): only for topics the group does not subscribe to;
+  an offset with an expire timestamp expires then; otherwise retention counts from the
+  moment the group became Empty (consumer groups), or from the commit (simple groups).
+  Groups that are Empty with nothing left are deleted (GroupMetadata tombstone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groups.classic_group import ClassicGroup, GroupError
+from groups.config import GroupConfig
+from groups.group_state import GroupState
+from groups.records import (
+    Record,
+    decode_key,
+    decode_value,
+    offset_commit_record,
+    offset_commit_tombstone,
+)
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    OffsetCommitKey,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitValue,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+)
+
+__all__ = ["OffsetAndMetadata", "OffsetManager", "FetchedPartition"]
+
+E = ErrorCode
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    offset: int
+    leader_epoch: int  # -1: none
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None
+
+    @classmethod
+    def from_value(cls, v: OffsetCommitValue) -> OffsetAndMetadata:
+        return cls(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                   None if v.expire_timestamp == -1 else v.expire_timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPartition:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error_code: int = 0
+
+
+def validate_offset_commit(group: ClassicGroup, member_id: str, instance_id: str | None,
+                           generation_id: int) -> None:
+    """Kafka's ``ClassicGroup.validateOffsetCommit`` (non-transactional)."""
+    if group.is_in(GroupState.DEAD):
+        raise GroupError(E.COORDINATOR_NOT_AVAILABLE)
+    if generation_id < 0 and group.is_in(GroupState.EMPTY):
+        return
+    if generation_id >= 0 or member_id != "" or instance_id is not None:
+        group.validate_member(member_id, instance_id)
+        if generation_id != group.generation_id:
+            raise GroupError(E.ILLEGAL_GENERATION)
+    elif not group.is_in(GroupState.EMPTY):
+        raise GroupError(E.UNKNOWN_MEMBER_ID)
+    if group.is_in(GroupState.COMPLETING_REBALANCE):
+        raise GroupError(E.REBALANCE_IN_PROGRESS)
+
+
+class OffsetManager:
+    def __init__(self, groups: dict[str, ClassicGroup], config: GroupConfig) -> None:
+        self.groups = groups
+        self.config = config
+        self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+
+    # -- replay ----------------------------------------------------------------------------
+
+    def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None, now_ms: int) -> None:
+        tp = (key.topic, key.partition)
+        if value is None:
+            by_tp = self.offsets.get(key.group)
+            if by_tp is not None:
+                by_tp.pop(tp, None)
+                if not by_tp:
+                    del self.offsets[key.group]
+            return
+        if key.group not in self.groups:
+            # A commit without membership: Kafka makes a "simple" group (Empty, no type).
+            self.groups[key.group] = ClassicGroup(key.group, GroupState.EMPTY,
+                                                  current_state_timestamp_ms=now_ms)
+        self.offsets.setdefault(key.group, {})[tp] = OffsetAndMetadata.from_value(value)
+
+    def apply(self, records: list[Record], now_ms: int) -> None:
+        for rec in records:
+            key = decode_key(rec.key)
+            if isinstance(key, OffsetCommitKey):
+                self.replay(key, decode_value(key, rec.value), now_ms)
+
+    # -- OffsetCommit ----------------------------------------------------------------------
+
+    def commit(self, req: OffsetCommitRequest, version: int, now_ms: int,
+               group: ClassicGroup | None) -> tuple[OffsetCommitResponse, list[Record]]:
+        """Validate and build the records (the caller applies them and creates a simple
+        group if needed).  ``group`` is the existing group or None."""
+        generation = req.generation_id_or_member_epoch
+        error: ErrorCode | None = None
+        if group is None:
+            if generation >= 0:
+                error = E.ILLEGAL_GENERATION
+        else:
+            try:
+                validate_offset_commit(group, req.member_id,
+                                       req.group_instance_id if version >= 7 else None, generation)
+            except GroupError as err:
+                error = err.code
+        records: list[Record] = []
+        topics = []
+        expire_ms = None
+        if 2 <= version <= 4 and req.retention_time_ms != -1:
+            expire_ms = now_ms + req.retention_time_ms
+        for t in req.topics:
+            parts = []
+            for p in t.partitions:
+                code = error
+                if code is None:
+                    metadata = p.committed_metadata or ""
+                    if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                        code = E.OFFSET_METADATA_TOO_LARGE
+                    else:
+                        code = E.NONE
+                        records.append(offset_commit_record(
+                            req.group_id, t.name, p.partition_index, offset=p.committed_offset,
+                            leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
+                            metadata=metadata, commit_timestamp_ms=now_ms,
+                            expire_timestamp_ms=expire_ms))
+                parts.append(OffsetCommitResponse.OffsetCommitResponsePartition(
+                    partition_index=p.partition_index, error_code=int(code)))
+            topics.append(OffsetCommitResponse.OffsetCommitResponseTopic(name=t.name,
+                                                                         partitions=parts))
+        return OffsetCommitResponse(topics=topics), records
+
+    # -- OffsetFetch -----------------------------------------------------------------------
+
+    def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None
+              ) -> list[FetchedPartition]:
+        """One group's committed offsets; ``topics`` None = all of them (sorted)."""
+        by_tp = self.offsets.get(group_id, {})
+        if topics is None:
+            return [FetchedPartition(t, p, o.offset, o.leader_epoch, o.metadata)
+                    for (t, p), o in sorted(by_tp.items())]
+        out = []
+        for name, partitions in topics:
+            for p in partitions:
+                o = by_tp.get((name, p))
+                if o is None:
+                    out.append(FetchedPartition(name, p, -1, -1, ""))
+                else:
+                    out.append(FetchedPartition(name, p, o.offset, o.leader_epoch, o.metadata))
+        return out
+
+    @staticmethod
+    def group_topics(fetched: list[FetchedPartition], batched: bool) -> list:
+        """Shape fetched partitions as OffsetFetchResponse topics (v8 ``batched`` names)."""
+        topic_cls = (OffsetFetchResponse.OffsetFetchResponseTopics if batched
+                     else OffsetFetchResponse.OffsetFetchResponseTopic)
+        part_cls = (OffsetFetchResponse.OffsetFetchResponsePartitions if batched
+                    else OffsetFetchResponse.OffsetFetchResponsePartition)
+        topics: dict[str, list] = {}
+        for f in fetched:
+            topics.setdefault(f.topic, []).append(part_cls(
+                partition_index=f.partition, committed_offset=f.offset,
+                committed_leader_epoch=f.leader_epoch, metadata=f.metadata,
+                error_code=f.error_code))
+        return [topic_cls(name=name, partitions=parts) for name, parts in topics.items()]
+
+    # -- OffsetDelete ----------------------------------------------------------------------
+
+    def delete(self, req: OffsetDeleteRequest) -> tuple[OffsetDeleteResponse, list[Record]]:
+        group = self.groups.get(req.group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return OffsetDeleteResponse(error_code=int(E.GROUP_ID_NOT_FOUND)), []
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE,
+                       GroupState.COMPLETING_REBALANCE) and not group.uses_consumer_protocol():
+            return OffsetDeleteResponse(error_code=int(E.NON_EMPTY_GROUP)), []
+        by_tp = self.offsets.get(req.group_id, {})
+        records: list[Record] = []
+        topics = []
+        for t in req.topics:
+            subscribed = group.is_subscribed_to_topic(t.name)
+            parts = []
+            for p in t.partitions:
+                code = E.NONE
+                if subscribed:
+                    code = E.GROUP_SUBSCRIBED_TO_TOPIC
+                elif (t.name, p.partition_index) in by_tp:
+                    records.append(offset_commit_tombstone(req.group_id, t.name,
+                                                           p.partition_index))
+                parts.append(OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                    partition_index=p.partition_index, error_code=int(code)))
+            topics.append(OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name,
+                                                                         partitions=parts))
+        return OffsetDeleteResponse(error_code=0, topics=topics), records
+
+    def delete_all(self, group_id: str) -> list[Record]:
+        """Tombstones for every offset of ``group_id`` (DeleteGroups)."""
+        return [offset_commit_tombstone(group_id, t, p)
+                for (t, p) in sorted(self.offsets.get(group_id, {}))]
+
+    # -- expiry ----------------------------------------------------------------------------
+
+    def expire(self, group: ClassicGroup, now_ms: int) -> tuple[list[Record], bool]:
+        """Kafka's ``cleanupExpiredOffsets``: tombstones for the expired offsets of
+        ``group`` and whether none is left."""
+        by_tp = self.offsets.get(group.group_id)
+        if not by_tp:
+            return [], True
+        # Kafka's offsetExpirationCondition.
+        if group.protocol_type is not None:
+            if group.is_in(GroupState.EMPTY):
+                def base(o: OffsetAndMetadata) -> int:
+                    ts = group.current_state_timestamp_ms
+                    return o.commit_timestamp_ms if ts is None else ts
+            elif group.uses_consumer_protocol() and group.subscribed_topics is not None \
+                    and group.is_in(GroupState.STABLE):
+                def base(o: OffsetAndMetadata) -> int:
+                    return o.commit_timestamp_ms
+            else:
+                return [], False
+        else:
+            def base(o: OffsetAndMetadata) -> int:
+                return o.commit_timestamp_ms
+        retention = self.config.offsets_retention_ms
+        records: list[Record] = []
+        all_expired = True
+        for (topic, partition), o in sorted(by_tp.items()):
+            if group.is_subscribed_to_topic(topic):
+                all_expired = False
+                continue
+            if o.expire_timestamp_ms is not None:
+                expired = now_ms >= o.expire_timestamp_ms
+            else:
+                expired = now_ms - base(o) >= retention
+            if expired:
+                records.append(offset_commit_tombstone(group.group_id, topic, partition))
+            else:
+                all_expired = False
+        return records, all_expired
