@@ -38,8 +38,11 @@ def make(delay_ms: int = 0, **overrides) -> tuple[GroupCoordinator, ManualClock]
     return GroupCoordinator(config, clock, new_uuid=lambda: f"u{next(counter)}"), clock
 
 
+DEFAULT_PROTOCOLS = (("range", subscription("t")),)
+
+
 def join_req(member_id: str = "", *, group: str = GROUP, instance_id: str | None = None,
-             protocols=(("range", subscription("t")),), session_ms: int = SESSION_MS,
+             protocols=DEFAULT_PROTOCOLS, session_ms: int = SESSION_MS,
              rebalance_ms: int = REBALANCE_MS, protocol_type: str = "consumer"):
     return JoinGroupRequest(
         group_id=group, session_timeout_ms=session_ms, rebalance_timeout_ms=rebalance_ms,
