@@ -15,6 +15,7 @@ Valid requests are built with the project's codec and then mutated.
 from __future__ import annotations
 
 import random
+import re
 import socket
 import struct
 import threading
@@ -24,6 +25,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.compat.broker_process import BrokerProcess
 from wire.codec import decode_at
 from wire.headers import decode_request_header, decode_response, encode_request
 from wire.messages import (
@@ -41,7 +43,6 @@ from wire.messages import (
 from wire.record_batch import Compression, build_batch
 
 SIDE_TOPIC = "side"
-TOPIC = "target"
 CORRUPT_MESSAGE, UNSUPPORTED_VERSION, INVALID_RECORD = 2, 35, 87
 
 
@@ -104,7 +105,7 @@ def frame(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-def produce_request(records: bytes, *, acks: int = -1, topic: str = TOPIC, partition: int = 0) -> ProduceRequest:
+def produce_request(topic: str, records: bytes, *, acks: int = -1, partition: int = 0) -> ProduceRequest:
     return ProduceRequest(transactional_id=None, acks=acks, timeout_ms=10_000, topic_data=[
         ProduceRequest.TopicProduceData(name=topic, partition_data=[
             ProduceRequest.PartitionProduceData(index=partition, records=records)])])
@@ -119,17 +120,17 @@ def metadata_request() -> MetadataRequest:
     return MetadataRequest(topics=None, allow_auto_topic_creation=False)
 
 
-def list_offsets_request(partition: int = 0, timestamp: int = -1) -> ListOffsetsRequest:
+def list_offsets_request(topic: str, partition: int = 0, timestamp: int = -1) -> ListOffsetsRequest:
     return ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
-        ListOffsetsRequest.ListOffsetsTopic(name=TOPIC, partitions=[
+        ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
             ListOffsetsRequest.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
                                                     timestamp=timestamp)])])
 
 
-def high_watermark(port: int, partition: int = 0) -> int:
+def high_watermark(port: int, topic: str, partition: int = 0) -> int:
     raw = Raw(port)
     try:
-        raw.request(list_offsets_request(partition), 7, 1)
+        raw.request(list_offsets_request(topic, partition), 7, 1)
         corr, resp = raw.response(ListOffsetsResponse, 7)
         p = resp.topics[0].partitions[0]
         assert (corr, p.error_code) == (1, 0)
@@ -206,7 +207,7 @@ def read_side(bootstrap: str, expected: int) -> list[bytes]:
         c.seek(TopicPartition(SIDE_TOPIC, 0, OFFSET_BEGINNING))
         deadline = time.monotonic() + 30
         while len(values) < expected and time.monotonic() < deadline:
-            for m in c.consume(10_000, 0.5):
+            for m in c.consume(expected - len(values), 0.5):
                 assert m.error() is None, m.error()
                 values.append(m.value())
     finally:
@@ -214,21 +215,50 @@ def read_side(bootstrap: str, expected: int) -> list[bytes]:
     return values
 
 
-@pytest.fixture
-def target(broker):
-    """The broker with topics ``target`` (2 partitions) and ``side``, and the side load
-    running; afterwards: the broker is alive and every side record is there, in order."""
+class Target:
+    """What a test gets: the shared broker's port and a fresh topic of 2 partitions."""
+
+    def __init__(self, broker: BrokerProcess, topic: str):
+        self.broker, self.topic, self.port = broker, topic, broker.port
+
+    def alive(self) -> bool:
+        return self.broker.alive()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One broker process and one side load for the whole module (a broker start costs
+    1-2 s; each test gets its own topic instead).  At the end: the broker is alive, the side
+    producer saw no error, and every side record is there, in order."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("bad-input") / "data").start()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    fs = admin.create_topics([NewTopic(TOPIC, 2, 1), NewTopic(SIDE_TOPIC, 1, 1)], operation_timeout=10)
-    for f in fs.values():
-        assert f.result(timeout=20) is None
+    assert admin.create_topics([NewTopic(SIDE_TOPIC, 1, 1)], operation_timeout=10)[SIDE_TOPIC].result(20) is None
     side = SideLoad(broker.bootstrap).start()
-    yield broker
+    yield broker, side
     assert broker.alive()
     side.finish()
     assert broker.alive()
     assert read_side(broker.bootstrap, len(side.sent)) == [b"side-%d" % n for n in side.sent]
-    assert len(side.sent) > 0
+    broker.stop()
+    assert "Traceback" not in broker.log_text(), broker.log_text()
+
+
+@pytest.fixture
+def target(shared, request):
+    """A fresh topic on the shared broker; after the test the broker is alive and the side
+    producer has gone on producing without an error while the test ran."""
+    broker, side = shared
+    topic = "t-" + re.sub(r"[^a-zA-Z0-9._-]", "_", request.node.name)[-200:]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert admin.create_topics([NewTopic(topic, 2, 1)], operation_timeout=10)[topic].result(20) is None
+    acked_before = len(side.acked)
+    yield Target(broker, topic)
+    assert broker.alive()
+    deadline = time.monotonic() + 10
+    while len(side.acked) <= acked_before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert side.errors == []
+    assert len(side.acked) > acked_before, "the side producer stalled"
 
 
 # ---------------------------------------------------------------------------- framing
@@ -273,11 +303,11 @@ def test_a_frame_promising_more_bytes_than_sent_waits_and_is_answered_once_compl
     raw.send(full[-3:])
     corr, resp = raw.response(MetadataResponse, 12)
     assert corr == 41
-    assert sorted(t.name for t in resp.topics) == [SIDE_TOPIC, TOPIC]
+    assert target.topic in {t.name for t in resp.topics} and SIDE_TOPIC in {t.name for t in resp.topics}
 
 
 def test_a_request_sent_one_byte_at_a_time_is_answered(target):
-    full = encode_request(list_offsets_request(1, -2), 7, 42, "raw-test")
+    full = encode_request(list_offsets_request(target.topic, 1, -2), 7, 42, "raw-test")
     raw = Raw(target.port)
     raw.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     for i in range(len(full)):
@@ -290,12 +320,12 @@ def test_a_request_sent_one_byte_at_a_time_is_answered(target):
 @pytest.mark.parametrize("cut", [1, 5, 9, 20])
 def test_a_truncated_body_inside_an_honest_frame_closes_the_connection(target, cut):
     """The size prefix matches what is sent, but the request inside it is cut short."""
-    full = encode_request(produce_request(a_batch()), 9, 43, "raw-test")
+    full = encode_request(produce_request(target.topic, a_batch()), 9, 43, "raw-test")
     body = full[4:-cut]
     raw = Raw(target.port)
     raw.send(frame(body))
     raw.assert_closed_without_answer()
-    assert high_watermark(target.port) == 0
+    assert high_watermark(target.port, target.topic) == 0
 
 
 @pytest.mark.parametrize("cut", [2, 6, 9])
@@ -323,7 +353,7 @@ def test_random_garbage_frames_get_an_answer_with_their_correlation_id_or_a_clos
             body = struct.pack(">hhi", key, rng.randint(lo, hi), rng.randrange(1 << 31)) + rng.randbytes(
                 rng.randrange(0, 120))
         else:              # a valid request with a few bytes overwritten after the header
-            good = bytearray(encode_request(produce_request(a_batch(2)), 9, rng.randrange(1 << 31), "raw-test")[4:])
+            good = bytearray(encode_request(produce_request(target.topic, a_batch(2)), 9, rng.randrange(1 << 31), "raw-test")[4:])
             for _ in range(rng.randint(1, 4)):
                 good[rng.randrange(18, len(good))] = rng.randrange(256)
             body = bytes(good)
@@ -418,44 +448,44 @@ def test_a_produce_with_a_corrupted_batch_gets_corrupt_message_and_the_connectio
     pos = {"value": len(batch) - 6, "crc": 17, "attributes": 22, "record count": 59}[where]
     batch[pos] ^= 0x04
     raw = Raw(target.port)
-    raw.request(produce_request(bytes(batch)), 9, 50)
+    raw.request(produce_request(target.topic, bytes(batch)), 9, 50)
     corr, resp = raw.response(ProduceResponse, 9)
     p = resp.responses[0].partition_responses[0]
-    assert (corr, resp.responses[0].name, p.index, p.error_code, p.base_offset) == (50, TOPIC, 0, CORRUPT_MESSAGE, -1)
+    assert (corr, resp.responses[0].name, p.index, p.error_code, p.base_offset) == (50, target.topic, 0, CORRUPT_MESSAGE, -1)
     # nothing was written, and the same connection goes on
-    raw.request(produce_request(a_batch(5)), 9, 51)
+    raw.request(produce_request(target.topic, a_batch(5)), 9, 51)
     corr, resp = raw.response(ProduceResponse, 9)
     p = resp.responses[0].partition_responses[0]
     assert (corr, p.error_code, p.base_offset) == (51, 0, 0)
-    assert high_watermark(target.port) == 5
+    assert high_watermark(target.port, target.topic) == 5
 
 
 def test_a_produce_with_a_corrupted_compressed_batch_gets_corrupt_message(target):
     batch = bytearray(a_batch(50, compression=Compression.GZIP))
     batch[len(batch) // 2 + 30] ^= 0x80
     raw = Raw(target.port)
-    raw.request(produce_request(bytes(batch)), 9, 52)
+    raw.request(produce_request(target.topic, bytes(batch)), 9, 52)
     corr, resp = raw.response(ProduceResponse, 9)
     p = resp.responses[0].partition_responses[0]
     assert (corr, p.error_code, p.base_offset) == (52, CORRUPT_MESSAGE, -1)
-    assert high_watermark(target.port) == 0
+    assert high_watermark(target.port, target.topic) == 0
 
 
 def test_a_produce_whose_batch_is_not_magic_2_gets_invalid_record(target):
     batch = bytearray(a_batch(2))
     batch[16] = 1  # magic
     raw = Raw(target.port)
-    raw.request(produce_request(bytes(batch)), 9, 53)
+    raw.request(produce_request(target.topic, bytes(batch)), 9, 53)
     corr, resp = raw.response(ProduceResponse, 9)
     p = resp.responses[0].partition_responses[0]
     assert (corr, p.error_code, p.base_offset) == (53, INVALID_RECORD, -1)
-    assert high_watermark(target.port) == 0
+    assert high_watermark(target.port, target.topic) == 0
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_produce_below_v3_is_answered_unsupported_version_per_partition(target, version):
     req = ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[
-        ProduceRequest.TopicProduceData(name=TOPIC, partition_data=[
+        ProduceRequest.TopicProduceData(name=target.topic, partition_data=[
             ProduceRequest.PartitionProduceData(index=0, records=a_batch(1)),
             ProduceRequest.PartitionProduceData(index=1, records=a_batch(1))])])
     raw = Raw(target.port)
@@ -463,18 +493,18 @@ def test_produce_below_v3_is_answered_unsupported_version_per_partition(target, 
     corr, resp = raw.response(ProduceResponse, version)
     assert corr == 54
     assert [(t.name, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses])
-            for t in resp.responses] == [(TOPIC, [(0, UNSUPPORTED_VERSION, -1), (1, UNSUPPORTED_VERSION, -1)])]
-    assert (high_watermark(target.port, 0), high_watermark(target.port, 1)) == (0, 0)
+            for t in resp.responses] == [(target.topic, [(0, UNSUPPORTED_VERSION, -1), (1, UNSUPPORTED_VERSION, -1)])]
+    assert (high_watermark(target.port, target.topic, 0), high_watermark(target.port, target.topic, 1)) == (0, 0)
 
 
 def test_an_acks_0_produce_gets_no_response_and_the_next_request_gets_its_own_correlation_id(target):
     raw = Raw(target.port)
-    raw.request(produce_request(a_batch(4), acks=0), 9, 60)
+    raw.request(produce_request(target.topic, a_batch(4), acks=0), 9, 60)
     raw.request(metadata_request(), 12, 61)
     corr, resp = raw.response(MetadataResponse, 12)
     assert corr == 61
     raw.assert_silent(0.3)
-    assert high_watermark(target.port) == 4  # it was written all the same
+    assert high_watermark(target.port, target.topic) == 4  # it was written all the same
 
 
 def test_fifty_pipelined_requests_are_answered_in_request_order(target):
@@ -491,14 +521,14 @@ def test_fifty_pipelined_requests_are_answered_in_request_order(target):
         elif k == 1:
             out += encode_request(metadata_request(), 12, corr)
         elif k == 2:
-            out += encode_request(produce_request(a_batch(2, tag=b"pipe-%d" % i), acks=1, partition=1), 9, corr)
+            out += encode_request(produce_request(target.topic, a_batch(2, tag=b"pipe-%d" % i), acks=1, partition=1), 9, corr)
         elif k == 3:
-            out += encode_request(list_offsets_request(1, -1), 7, corr)
+            out += encode_request(list_offsets_request(target.topic, 1, -1), 7, corr)
         else:
             # at the high watermark after this pipeline's produces so far: parks for max_wait
             out += encode_request(FetchRequest(replica_id=-1, max_wait_ms=100, min_bytes=1 << 20, max_bytes=1 << 20,
                                                isolation_level=0, session_id=0, session_epoch=-1, topics=[
-                FetchRequest.FetchTopic(topic=TOPIC, partitions=[FetchRequest.FetchPartition(
+                FetchRequest.FetchTopic(topic=target.topic, partitions=[FetchRequest.FetchPartition(
                     partition=0, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
                     partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id=""), 12, corr)
         kinds.append(k)
