@@ -15,11 +15,14 @@ from __future__ import annotations
 import faulthandler
 import random
 import sys
+import time
 from typing import NamedTuple
 
 import pytest
 
-BASE_TIMESTAMP_MS = 1_700_000_000_000
+# An hour before the run, on a whole second: recent enough that retention.ms (7 days)
+# never applies, far enough from now that message.timestamp.after.max.ms (1 h) never does.
+BASE_TIMESTAMP_MS = (int(time.time()) - 3600) * 1000
 NUM_PARTITIONS = 4
 NUM_RECORDS = 50_000
 
