@@ -29,8 +29,12 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, port: int | None = None, overrides: dict[str, str] | None = None):
+    def __init__(self, data_dir: Path, port: int | None = None, overrides: dict[str, str] | None = None,
+                 python_args: tuple[str, ...] = ()):
+        """``python_args`` go between the interpreter and ``-m kbroker`` (e.g. a profiler:
+        ``("-m", "cProfile", "-o", path)``)."""
         self.data_dir = Path(data_dir)
+        self.python_args = tuple(python_args)
         self.port = port or free_port()
         self.overrides = {
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
@@ -48,7 +52,7 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 30.0) -> BrokerProcess:
-        args = [sys.executable, "-m", "kbroker", "serve"]
+        args = [sys.executable, *self.python_args, "-m", "kbroker", "serve"]
         for k, v in self.overrides.items():
             args += ["--override", f"{k}={v}"]
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
