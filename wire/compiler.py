@@ -31,6 +31,22 @@ _FMT = {
     "int64": "q", "float64": "d",
 }
 _SIZE = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
+# One-byte unsigned varints, indexed by value: compact lengths are almost always < 128,
+# and a tuple lookup is several times cheaper than a call to encode_unsigned_varint.
+_UV1 = tuple(bytes((i,)) for i in range(128))
+
+
+def _uv_long(n: int) -> bytes:
+    """Unsigned varint of n >= 128 (record buffers, long strings) in one call, no loop."""
+    if n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
+    if n < 0x200000:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
+    if n < 0x10000000:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, ((n >> 14) & 0x7F) | 0x80,
+                      n >> 21))
+    return encode_unsigned_varint(n)  # 5 bytes, with the 32-bit range check
+
 class _Src:
     """Source text with indentation and fresh local names."""
 
@@ -58,7 +74,7 @@ class _Unit:
             "DecodeError": DecodeError, "EncodeError": EncodeError, "uv": decode_unsigned_varint,
             "UV": encode_unsigned_varint, "UUID": uuid_from_bytes, "ZERO_UUID": ZERO_UUID, "S": struct.Struct,
             "pack": struct.pack, "unpack_from": struct.unpack_from, "I32": struct.Struct(">i"),
-            "I16": struct.Struct(">h"), "I8": struct.Struct(">b"),
+            "I16": struct.Struct(">h"), "I8": struct.Struct(">b"), "UV1": _UV1, "UVL": _uv_long,
         }
         self.funcs: dict[int, str] = {}   # id(StructSpec) -> function suffix
         self.pending: list[StructSpec] = []
@@ -68,6 +84,12 @@ class _Unit:
         name = f"{base}{len(self.consts)}"
         self.consts[name] = value
         return name
+
+    def enc_len_plus_one(self, x: str, ind: int) -> None:
+        """Append the compact length of ``x`` (len + 1) as an unsigned varint."""
+        n = self.src.var("n")
+        self.src.emit(ind, f"{n} = len({x}) + 1")
+        self.src.emit(ind, f"A(UV1[{n}] if {n} < 128 else UVL({n}))")
 
     def struct_fn(self, s: StructSpec) -> str:
         key = id(s)
@@ -139,7 +161,7 @@ class _Unit:
             self._enc_null_guard(f, x, ind, nullable, compact, wide=False)
             e(ind + 1, f"{x} = {x}.encode('utf-8')")
             if compact:
-                e(ind + 1, f"A(UV(len({x}) + 1))")
+                self.enc_len_plus_one(x, ind + 1)
             else:
                 e(ind + 1, f"if len({x}) > 32767: raise EncodeError('string too long for int16 length')")
                 e(ind + 1, f"A(I16.pack(len({x})))")
@@ -147,7 +169,10 @@ class _Unit:
             return
         # bytes / records: appended as they are (records may be a large memoryview)
         self._enc_null_guard(f, x, ind, nullable, compact, wide=True)
-        e(ind + 1, f"A(UV(len({x}) + 1))" if compact else f"A(I32.pack(len({x})))")
+        if compact:
+            self.enc_len_plus_one(x, ind + 1)
+        else:
+            e(ind + 1, f"A(I32.pack(len({x})))")
         e(ind + 1, f"A({x})")
 
     def _enc_null_guard(self, f: FieldSpec, x: str, ind: int, nullable: bool, compact: bool,
@@ -167,7 +192,10 @@ class _Unit:
             return
         compact = self.compact(f)
         self._enc_null_guard(f, x, ind, f.is_nullable(self.v), compact, wide=True)
-        e(ind + 1, f"A(UV(len({x}) + 1))" if compact else f"A(I32.pack(len({x})))")
+        if compact:
+            self.enc_len_plus_one(x, ind + 1)
+        else:
+            e(ind + 1, f"A(I32.pack(len({x})))")
         if f.struct is None and f.elem in _FMT:
             e(ind + 1, f"A(pack('>%d{_FMT[f.elem]}' % len({x}), *{x}))")
             return
@@ -182,6 +210,10 @@ class _Unit:
         if f.is_array:
             return f"({x} is None or len({x}) != 0)"
         if f.struct is not None:
+            inner = f.struct.fields
+            if all(not g.is_array and g.struct is None for g in inner):
+                # Field by field: much cheaper than the dataclass __eq__ (two tuples).
+                return "(" + " or ".join(self.enc_not_default(g, f"{x}.{g.py}") for g in inner) + ")"
             return f"{x} != {self.const(f.struct.cls(), 'D')}"
         if f.elem == "uuid":
             return f"{x} != ZERO_UUID"
@@ -218,8 +250,11 @@ class _Unit:
                     e(2, "A, out = A0, out0")
                     e(2, "body = b''.join(sub)")
                     e(2, f"tags.append({encode_unsigned_varint(f.tag)!r} + UV(len(body)) + body)")  # type: ignore[arg-type]
-                e(1, "A(UV(len(tags)))")
-                e(1, "out.extend(tags)")
+                e(1, "if tags:")
+                e(2, "A(UV1[len(tags)])")  # a struct has far fewer than 128 tagged fields
+                e(2, "out.extend(tags)")
+                e(1, "else:")
+                e(2, "A(b'\\x00')")
         e(1, "return None")
         e(0, "")
 
