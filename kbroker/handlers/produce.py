@@ -52,10 +52,47 @@ def _error(index: int, code: ErrorCode) -> PartitionResponse:
                              log_start_offset=-1)
 
 
+_ATTRIBUTES_LOW_BYTE = LOG_OVERHEAD + 10  # attributes is the int16 at bytes 21-22
+_TRANSACTIONAL_BIT = 0x10
+
+
+def _has_transactional_batch(req: ProduceRequest) -> bool:
+    """RequestUtils.hasTransactionalRecords: some partition's batch has the transactional bit."""
+    for topic in req.topic_data:
+        for pd in topic.partition_data:
+            r = pd.records
+            if (r is not None and len(r) > _ATTRIBUTES_LOW_BYTE and r[LOG_OVERHEAD + 4] == MAGIC_V2
+                    and r[_ATTRIBUTES_LOW_BYTE] & _TRANSACTIONAL_BIT):
+                return True
+    return False
+
+
+def _whole_request_error(req: ProduceRequest, v: int, code: ErrorCode, message: str) -> ProduceResponse:
+    """ProduceRequest.getErrorResponse: the same error on every partition of the request."""
+    topics = []
+    for topic in req.topic_data:
+        parts = []
+        for pd in topic.partition_data:
+            resp = _error(pd.index, code)
+            if v >= 8:
+                resp.error_message = message
+            parts.append(resp)
+        topics.append(ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=parts))
+    return ProduceResponse(responses=topics, throttle_time_ms=0)
+
+
 @REGISTRY.register(0, 0, 9)
 def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
     state = ctx.broker
     v = ctx.api_version
+    if v >= 3 and req.transactional_id is None and _has_transactional_batch(req):
+        # KafkaApis.handleProduceRequest: transactional records need a transactional id
+        # (authorized for WRITE) or the whole request fails before anything is appended.
+        # (Kafka closes an acks=0 connection here, having no response to send; we only drop.)
+        if req.acks == 0:
+            return NO_RESPONSE
+        return _whole_request_error(req, v, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                    "Transactional Id authorization failed.")
     valid_acks = req.acks in (-1, 0, 1)
     topics = []
     for topic in req.topic_data:

@@ -43,7 +43,7 @@ from wire.messages import (
 from wire.record_batch import Compression, build_batch
 
 SIDE_TOPIC = "side"
-CORRUPT_MESSAGE, UNSUPPORTED_VERSION, INVALID_RECORD = 2, 35, 87
+CORRUPT_MESSAGE, UNSUPPORTED_VERSION, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD = 2, 35, 53, 87
 
 
 # ---------------------------------------------------------------------------- raw connections
@@ -480,6 +480,26 @@ def test_a_produce_whose_batch_is_not_magic_2_gets_invalid_record(target):
     p = resp.responses[0].partition_responses[0]
     assert (corr, p.error_code, p.base_offset) == (53, INVALID_RECORD, -1)
     assert high_watermark(target.port, target.topic) == 0
+
+
+def test_transactional_records_without_a_transactional_id_fail_the_whole_request(target):
+    """KafkaApis.handleProduceRequest: TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
+    partition when a batch is transactional and the request has no transactional id."""
+    txn = build_batch([(b"k", b"v", None, 1_700_000_000_000)], producer_id=1000, producer_epoch=0,
+                      base_sequence=0, is_transactional=True)
+    req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=10_000, topic_data=[
+        ProduceRequest.TopicProduceData(name=target.topic, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=a_batch(2)),
+            ProduceRequest.PartitionProduceData(index=1, records=txn)])])
+    raw = Raw(target.port)
+    raw.request(req, 9, 55)
+    corr, resp = raw.response(ProduceResponse, 9)
+    assert corr == 55
+    assert [(p.index, p.error_code, p.base_offset, p.error_message)
+            for p in resp.responses[0].partition_responses] == [
+        (0, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "Transactional Id authorization failed."),
+        (1, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "Transactional Id authorization failed.")]
+    assert (high_watermark(target.port, target.topic, 0), high_watermark(target.port, target.topic, 1)) == (0, 0)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
