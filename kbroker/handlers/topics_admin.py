@@ -162,7 +162,12 @@ def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delet
         elif is_internal(name):
             code = ErrorCode.INVALID_REQUEST
         else:
+            partitions = state.topics[name].partitions
             state.delete_topic(name)
+            # Kafka completes the DelayedFetches watching a removed partition at once
+            # (ReplicaManager.stopPartitions): parked fetches answer UNKNOWN_TOPIC_OR_PARTITION now.
+            for index in range(partitions):
+                state.fetch_waiters.notify((name, index))
             code = ErrorCode.NONE
         results.append(R(name=name, topic_id=ZERO_UUID, error_code=code, error_message=None))
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

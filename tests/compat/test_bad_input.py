@@ -579,3 +579,21 @@ def test_fifty_pipelined_requests_are_answered_in_request_order(target):
     assert listed == [2 * (j + 1) for j in range(10)]
     assert elapsed >= 0.09  # the fetches did park
     raw.assert_silent(0.2)
+
+
+def test_a_fetch_parked_on_a_topic_that_gets_deleted_answers_unknown_topic_at_once(target):
+    raw = Raw(target.port)
+    raw.request(FetchRequest(replica_id=-1, max_wait_ms=5_000, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                             session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                                 topic=target.topic, partitions=[FetchRequest.FetchPartition(
+                                     partition=1, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+                                     partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id=""), 12, 70)
+    raw.assert_silent(0.3)  # parked
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{target.port}"})
+    t0 = time.monotonic()
+    assert admin.delete_topics([target.topic], operation_timeout=10)[target.topic].result(20) is None
+    corr, resp = raw.response(FetchResponse, 12, timeout_s=10)
+    waited = time.monotonic() - t0
+    p = resp.responses[0].partitions[0]
+    assert (corr, p.partition_index, p.error_code) == (70, 1, 3)  # UNKNOWN_TOPIC_OR_PARTITION
+    assert waited < 2.0, f"answered only after {waited:.1f} s (max_wait_ms is 5 s)"
