@@ -320,3 +320,45 @@ def test_a_consumer_waiting_at_the_end_of_a_partition_gets_a_new_record_within_a
     finally:
         consumer.close()
         producer.close(timeout=5)
+
+
+def test_a_log_append_time_topic_stamps_each_batch_with_the_broker_clock_and_looks_up_by_it(broker):
+    admin = _admin(broker)
+    admin.create_topics({"lat": {"num_partitions": 1, "replication_factor": 1,
+                                 "configs": {"message.timestamp.type": "LogAppendTime"}}})
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=50)
+    try:
+        before_ms = int(time.time() * 1000)
+        metas = []
+        for batch in range(4):  # four batches, appended at least 20 ms apart
+            futures = [producer.send("lat", value=b"%d-%d" % (batch, i), timestamp_ms=1000 + i) for i in range(5)]
+            producer.flush(timeout=10)
+            metas += [f.get(timeout=1) for f in futures]
+            time.sleep(0.02)
+        after_ms = int(time.time() * 1000)
+    finally:
+        producer.close(timeout=5)
+    tp = TopicPartition("lat", 0)
+    got, consumer = _consume_all(broker, "lat", 1, 20)
+    try:
+        recs = got[0]
+        # Every record carries its batch's append time, the same one the producer was told.
+        assert [(r.offset, r.value, r.timestamp, r.timestamp_type) for r in recs] == [
+            (m.offset, b"%d-%d" % (i // 5, i % 5), m.timestamp, 1) for i, m in enumerate(metas)]
+        stamps = [r.timestamp for r in recs]
+        assert all(stamps[i] == stamps[i - i % 5] for i in range(20)), stamps
+        assert stamps[0] < stamps[5] < stamps[10] < stamps[15], stamps
+        assert before_ms <= stamps[0] and stamps[-1] <= after_ms
+        scan = [(r.offset, r.timestamp) for r in recs]
+        for target in [1000, stamps[0] - 1, stamps[0], stamps[0] + 1, stamps[5], stamps[10] + 1,
+                       stamps[15], stamps[15] + 1]:
+            hit = brute_force_offset_for_time(scan, target)
+            answer = consumer.offsets_for_times({tp: target})[tp]
+            assert (None if answer is None else (answer.offset, answer.timestamp)) == hit, target
+    finally:
+        consumer.close()
+    try:
+        answer = admin.list_partition_offsets({tp: OffsetSpec.MAX_TIMESTAMP})[tp]
+        assert (answer.offset, answer.timestamp) == brute_force_max_timestamp(scan) == (15, stamps[15])
+    finally:
+        admin.close()
