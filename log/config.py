@@ -42,6 +42,16 @@ _SPEC: dict[str, tuple[str, object]] = {
 
 DEFAULTS: dict[str, object] = {name: default for name, (_, default) in _SPEC.items()}
 
+# Kafka's LogConfig validators (ConfigDef atLeast / in) for the names above; segment.bytes is
+# deliberately looser than Kafka 4's 1 MiB (small segments keep tests and benches fast).
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_AT_LEAST: dict[str, int] = {
+    "segment.ms": 1, "segment.jitter.ms": 0, "index.interval.bytes": 0, "retention.ms": -1,
+    "flush.messages": 1, "flush.ms": 0, "file.delete.delay.ms": 0,
+    "message.timestamp.before.max.ms": 0, "message.timestamp.after.max.ms": 0,
+    "max.message.bytes": 0, "min.insync.replicas": 1, "delete.retention.ms": 0,
+}
+
 # topic config -> broker config that supplies its default (Kafka's ServerTopicConfigSynonyms).
 SERVER_SYNONYMS: dict[str, str] = {
     "segment.bytes": "log.segment.bytes",
@@ -89,7 +99,8 @@ class LogConfig:
     """Immutable per-log settings.  Build with ``LogConfig()`` (defaults), ``LogConfig(segment_bytes=...)``
     or :meth:`from_properties` with Kafka names.  Invariants checked in ``__post_init__``:
     segment.index.bytes >= 8 (one offset-index entry); message.timestamp.type is CreateTime or
-    LogAppendTime; cleanup.policy is a subset of {delete, compact}."""
+    LogAppendTime; cleanup.policy is a subset of {delete, compact}; compression.type is one of
+    Kafka's; the other numbers respect Kafka's lower bounds (retention.ms >= -1, ...)."""
 
     segment_bytes: int = DEFAULTS["segment.bytes"]  # type: ignore[assignment]
     segment_ms: int = DEFAULTS["segment.ms"]  # type: ignore[assignment]
@@ -122,6 +133,13 @@ class LogConfig:
             raise ValueError(f"invalid message.timestamp.type {self.message_timestamp_type!r}")
         if not set(self.cleanup_policy) <= {"delete", "compact"}:
             raise ValueError(f"invalid cleanup.policy {self.cleanup_policy!r}")
+        if self.compression_type not in COMPRESSION_TYPES:
+            raise ValueError(f"Invalid value {self.compression_type} for configuration compression.type: "
+                             f"String must be one of: {', '.join(COMPRESSION_TYPES)}")
+        for name, minimum in _AT_LEAST.items():
+            value = getattr(self, _SPEC[name][0])
+            if value < minimum:
+                raise ValueError(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
 
     @classmethod
     def from_properties(

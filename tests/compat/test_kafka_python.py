@@ -20,6 +20,7 @@ from kafka import KafkaConsumer, KafkaProducer, OffsetSpec, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.codec import has_gzip, has_lz4, has_snappy, has_zstd
 from kafka.errors import (
+    InvalidConfigurationError,
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     TopicAlreadyExistsError,
@@ -219,6 +220,12 @@ def test_kafka_python_admin_creates_lists_describes_and_deletes_topics(broker):
             admin.create_topics({"adm-rf2": {"num_partitions": 1, "replication_factor": 2}})
         with pytest.raises(InvalidReplicationFactorError):
             admin.create_topics({"adm-rf0": {"num_partitions": 1, "replication_factor": 0}})
+        # Config values outside Kafka's LogConfig validators (ConfigDef atLeast / in).
+        for i, (key, value) in enumerate([("retention.ms", "-5"), ("compression.type", "brotli"),
+                                          ("min.insync.replicas", "0"), ("max.message.bytes", "-1"),
+                                          ("segment.ms", "0")]):
+            with pytest.raises(InvalidConfigurationError, match=f"Invalid value {value} for configuration {key}"):
+                admin.create_topics({f"adm-cfg{i}": {"configs": {key: value}}})
         # validate_only creates nothing.
         checked = admin.create_topics({"adm-dry": {"num_partitions": 2, "replication_factor": 1}},
                                       validate_only=True)
