@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from kbroker.config import BrokerConfig
 from kbroker.fetch_waiters import FetchWaiters
+from kbroker.group_service import GroupService
 from kbroker.partition import LEADER_EPOCH, Partition
 from kbroker.producer_ids import ProducerIdManager
 from kbroker.topic_configs import TopicConfigStore
@@ -83,6 +84,7 @@ class BrokerState:
                 if (info.name, index) not in self.partitions:
                     self._open_partition(info.name, index)
         self.producer_ids = ProducerIdManager(self.log_manager.log_dirs[0])
+        self.groups = GroupService(self)
         self.connections: set[KafkaConnection] = set()
         self.bound_port: int | None = None
 
@@ -131,6 +133,7 @@ class BrokerState:
     # ------------------------------------------------------------ lifecycle
     def run_background_tasks(self) -> None:
         self.scheduler.run_pending()
+        self.groups.tick()
 
     def shutdown(self) -> None:
         self.log_manager.shutdown()

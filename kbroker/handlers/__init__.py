@@ -4,6 +4,7 @@ in kbroker.registry.REGISTRY (from which ApiVersions answers)."""
 from kbroker.handlers import (  # noqa: F401
     api_versions,
     fetch,
+    groups,
     init_producer_id,
     list_offsets,
     metadata,

@@ -1,0 +1,141 @@
+"""The classic consumer-group APIs, adapted to ``groups.GroupCoordinator`` (kbroker/group_service.py).
+
+FindCoordinator 0-4 (v4+ batched keys; this broker coordinates every group; transaction
+coordinators are not served: COORDINATOR_NOT_AVAILABLE), JoinGroup 0-7, SyncGroup 0-5,
+Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 2-8, OffsetFetch 1-8, DescribeGroups 0-5,
+ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0.  All seven classic-group APIs are
+advertised together: librdkafka enables consumer groups only when it sees all of them.
+
+OffsetCommit for a partition the broker does not have answers UNKNOWN_TOPIC_OR_PARTITION
+for that partition (KafkaApis checks the metadata cache before the coordinator sees it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+@REGISTRY.register(10, 0, 4)
+def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    state = ctx.broker
+    host, port = state.advertised_address()
+    if req.key_type == GROUP_KEY:
+        state.groups.ensure_topic()
+    if req.key_type == GROUP_KEY:
+        code, msg, node = ErrorCode.NONE, None, state.node_id
+    elif req.key_type == TRANSACTION_KEY:
+        code, msg, node = ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported", -1
+    else:
+        code, msg, node = ErrorCode.INVALID_REQUEST, f"Unknown key type {req.key_type}", -1
+    h, p = (host, port) if node >= 0 else ("", -1)
+    if ctx.api_version >= 4:
+        coordinators = [FindCoordinatorResponse.Coordinator(key, node, h, p, code, msg)
+                        for key in req.coordinator_keys]
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
+                                   node_id=node, host=h, port=p)
+
+
+@REGISTRY.register(11, 0, 7)
+def handle_join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
+    svc = ctx.broker.groups
+    host = "/" + ctx.peer.rsplit(":", 1)[0] if ctx.peer else ""
+    return svc.answer(svc.coordinator.join_group(req, ctx.api_version, client_id=ctx.client_id or "",
+                                                 client_host=host))
+
+
+@REGISTRY.register(14, 0, 5)
+def handle_sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
+    svc = ctx.broker.groups
+    return svc.answer(svc.coordinator.sync_group(req, ctx.api_version))
+
+
+@REGISTRY.register(12, 0, 4)
+def handle_heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Any:
+    svc = ctx.broker.groups
+    return svc.answer(svc.coordinator.heartbeat(req, ctx.api_version))
+
+
+@REGISTRY.register(13, 0, 4)
+def handle_leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
+    svc = ctx.broker.groups
+    return svc.answer(svc.coordinator.leave_group(req, ctx.api_version))
+
+
+@REGISTRY.register(8, 2, 8)
+def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
+    state = ctx.broker
+    svc = state.groups
+    unknown: dict[str, list[int]] = {}
+    kept_topics = []
+    for t in req.topics:
+        kept = [p for p in t.partitions if state.partition(t.name, p.partition_index) is not None]
+        missing = [p.partition_index for p in t.partitions if state.partition(t.name, p.partition_index) is None]
+        if missing:
+            unknown[t.name] = missing
+        if kept:
+            kept_topics.append(OffsetCommitRequest.OffsetCommitRequestTopic(t.name, kept))
+    if not unknown:
+        return svc.answer(svc.coordinator.offset_commit(req, ctx.api_version))
+    req.topics = kept_topics
+    resp = svc.answer(svc.coordinator.offset_commit(req, ctx.api_version)) if kept_topics else \
+        OffsetCommitResponse(throttle_time_ms=0, topics=[])
+    for name, parts in unknown.items():
+        entry = next((t for t in resp.topics if t.name == name), None)
+        if entry is None:
+            entry = OffsetCommitResponse.OffsetCommitResponseTopic(name, [])
+            resp.topics.append(entry)
+        entry.partitions.extend(OffsetCommitResponse.OffsetCommitResponsePartition(
+            p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in parts)
+    return resp
+
+
+@REGISTRY.register(9, 1, 8)
+def handle_offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> Any:
+    svc = ctx.broker.groups
+    return svc.answer(svc.coordinator.offset_fetch(req, ctx.api_version))
+
+
+@REGISTRY.register(15, 0, 5)
+def handle_describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> Any:
+    svc = ctx.broker.groups
+    return svc.answer(svc.coordinator.describe_groups(req, ctx.api_version))
+
+
+@REGISTRY.register(16, 0, 4)
+def handle_list_groups(ctx: RequestContext, req: ListGroupsRequest) -> Any:
+    svc = ctx.broker.groups
+    return svc.answer(svc.coordinator.list_groups(req, ctx.api_version))
+
+
+@REGISTRY.register(42, 0, 2)
+def handle_delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Any:
+    svc = ctx.broker.groups
+    return svc.answer(svc.coordinator.delete_groups(req, ctx.api_version))
+
+
+@REGISTRY.register(47, 0, 0)
+def handle_offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Any:
+    svc = ctx.broker.groups
+    return svc.answer(svc.coordinator.offset_delete(req, ctx.api_version))
