@@ -91,8 +91,8 @@ def _consume_all(broker, topic: str, partitions: int, expected_total: int, timeo
 def test_kafka_python_produces_50k_records_and_consumes_exactly_them_in_order(
         broker, codec, acks, idempotent, available):
     if not available():
-        pytest.skip(f"kafka-python needs the {CODEC_MODULE[codec]} module for {codec} "
-                    "(not in the project's test extra)")
+        pytest.fail(f"kafka-python needs the {CODEC_MODULE[codec]} module for {codec}: "
+                    "the project's test extra installs it (make test)")
     admin = _admin(broker)
     admin.create_topics({TOPIC: {"num_partitions": NUM_PARTITIONS, "replication_factor": 1}})
     admin.close()
