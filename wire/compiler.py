@@ -308,7 +308,7 @@ class _Unit:
         e(ind + 1, f"q = p + {n}")
         e(ind + 1, f"if q > {end}: raise DecodeError('{f.name}: length past the end')")
         if t == "string":
-            e(ind + 1, f"{out} = str(d[p:q], 'utf-8')")
+            e(ind + 1, f"{out} = str(d[p:q], 'utf-8', 'replace')")
         elif t == "bytes":
             e(ind + 1, f"{out} = bytes(d[p:q])")
         else:  # records: a zero-copy view

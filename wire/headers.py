@@ -75,10 +75,8 @@ def decode_request_header(frame: bytes | bytearray | memoryview) -> tuple[Reques
         if n >= 0:
             if p + n > len(d):
                 raise DecodeError("client_id past the end of the frame")
-            try:
-                client_id = str(d[p : p + n], "utf-8")
-            except UnicodeDecodeError:
-                raise DecodeError("client_id is not UTF-8") from None
+            # Kafka decodes with Java's new String(bytes, UTF_8): bad bytes become U+FFFD.
+            client_id = str(d[p : p + n], "utf-8", "replace")
             p += n
     if hv >= 2:
         count, p = decode_unsigned_varint(d, p)

@@ -130,12 +130,8 @@ class Reader:
         n = self.length(compact, wide=False)
         if n < 0:
             return None
-        raw = self.take(n)
-        try:
-            return str(raw, "utf-8")
-        except UnicodeDecodeError:
-            self.fail("invalid UTF-8")
-            return ""
+        # Malformed UTF-8 becomes U+FFFD, as Java's new String(bytes, UTF_8) does in Kafka.
+        return str(self.take(n), "utf-8", "replace")
 
     def bytes_(self, compact: bool) -> memoryview | None:
         n = self.length(compact, wide=True)

@@ -137,7 +137,6 @@ def test_an_unsupported_api_versions_version_is_still_parsed_for_its_correlation
     b"", b"\x00\x03\x00", struct.pack(">hhi", 3, 1, 1),  # no client_id length
     struct.pack(">hhi", 3, 1, 1) + b"\x00",
     struct.pack(">hhi", 3, 1, 1) + b"\x00\x05ab",  # client_id past the end
-    struct.pack(">hhi", 3, 1, 1) + b"\x00\x02\xff\xfe",  # not UTF-8
     struct.pack(">hhi", 3, 9, 1) + b"\xff\xff",  # flexible: tagged section missing
     struct.pack(">hhi", 3, 9, 1) + b"\xff\xff\x01\x00\x7f",  # tagged field past the end
     struct.pack(">hhi", 3, 9, 1) + b"\xff\xff\xff\xff\xff\xff\xff",  # overlong varint
@@ -152,3 +151,17 @@ def test_malformed_request_headers_raise_decode_error(frame):
 def test_malformed_response_headers_raise_decode_error(frame):
     with pytest.raises(DecodeError):
         decode_response(m.HeartbeatResponse, frame, 4)
+
+
+def test_a_client_id_that_is_not_utf8_is_read_with_replacement_characters_as_java_does():
+    frame = b"\x00\x12\x00\x02\x00\x00\x00\x09\x00\x03\xff\xfe\xfd"
+    header, offset = decode_request_header(frame)
+    assert (header.client_id, header.correlation_id, offset) == ("\ufffd\ufffd\ufffd", 9, len(frame))
+
+
+def test_a_body_string_that_is_not_utf8_is_read_with_replacement_characters_as_java_does():
+    from wire import decode
+    from wire.messages import MetadataRequest
+
+    body = b"\x00\x00\x00\x01\x00\x02a\xff"
+    assert decode(MetadataRequest, body, 1).topics[0].name == "a\ufffd"
