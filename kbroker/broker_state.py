@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import socket
 import uuid
 from dataclasses import dataclass
@@ -140,8 +141,6 @@ class BrokerState:
 
 
 def _first_dir(dirs: list[str]) -> str:
-    import os
-
     d = os.path.abspath(dirs[0])
     os.makedirs(d, exist_ok=True)
     return d

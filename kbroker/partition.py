@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from log.errors import OffsetOutOfRangeError
 from log.log import FetchIsolation, Log
 from log.types import LogAppendInfo
 
@@ -68,8 +69,6 @@ class Partition:
         Raises log.errors.OffsetOutOfRangeError below the log start or above the HW."""
         hw = self.log.high_watermark
         if fetch_offset > hw:
-            from log.errors import OffsetOutOfRangeError
-
             raise OffsetOutOfRangeError(
                 f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
                 f"but the high watermark is {hw}")
