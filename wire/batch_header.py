@@ -47,10 +47,12 @@ ATTRIBUTES_OFFSET = 21
 HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 assert HEADER_STRUCT.size == HEADER_SIZE
 
-_COMPRESSION_MASK = 0x07
-_TIMESTAMP_TYPE_MASK = 0x08
-_TRANSACTIONAL_MASK = 0x10
-_CONTROL_MASK = 0x20
+# Attribute bits (int16 at byte 21): the one definition, wire.record_batch uses these too.
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08     # 1 = LogAppendTime
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40     # baseTimestamp is the delete horizon (KIP-534)
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 INT32_MAX = (1 << 31) - 1
@@ -85,19 +87,19 @@ class BatchHeader(NamedTuple):
 
     @property
     def compression(self) -> int:
-        return self.attributes & _COMPRESSION_MASK
+        return self.attributes & COMPRESSION_MASK
 
     @property
     def is_log_append_time(self) -> bool:
-        return bool(self.attributes & _TIMESTAMP_TYPE_MASK)
+        return bool(self.attributes & TIMESTAMP_TYPE_BIT)
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & _TRANSACTIONAL_MASK)
+        return bool(self.attributes & TRANSACTIONAL_BIT)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & _CONTROL_MASK)
+        return bool(self.attributes & CONTROL_BIT)
 
     @property
     def has_producer_id(self) -> bool:

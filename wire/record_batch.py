@@ -44,7 +44,14 @@ from enum import IntEnum
 
 import crc32c as _crc32c
 
-from wire.batch_header import HEADER_STRUCT
+from wire.batch_header import (
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    DELETE_HORIZON_BIT,
+    HEADER_STRUCT,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+)
 from wire.compression import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     Compression,
@@ -114,11 +121,6 @@ _I64 = struct.Struct(">q")
 # The whole header in one call, for the builder (the layout lives in wire.batch_header).
 _HEADER = HEADER_STRUCT
 
-_COMPRESSION_MASK = 0x07
-_TIMESTAMP_TYPE_BIT = 0x08
-_TRANSACTIONAL_BIT = 0x10
-_CONTROL_BIT = 0x20
-_DELETE_HORIZON_BIT = 0x40
 
 # A record is at least: length, attributes, timestampDelta, offsetDelta, keyLength,
 # valueLength, headerCount = 7 bytes.  Used to reject absurd recordCounts before looping.
@@ -228,7 +230,7 @@ class RecordBatch:
     @property
     def compression(self) -> Compression:
         """The codec; CorruptRecordError for the unassigned ids 5-7."""
-        codec_id = self.attributes & _COMPRESSION_MASK
+        codec_id = self.attributes & COMPRESSION_MASK
         try:
             return Compression(codec_id)
         except ValueError:
@@ -236,21 +238,21 @@ class RecordBatch:
 
     @property
     def timestamp_type(self) -> TimestampType:
-        if self.attributes & _TIMESTAMP_TYPE_BIT:
+        if self.attributes & TIMESTAMP_TYPE_BIT:
             return TimestampType.LOG_APPEND_TIME
         return TimestampType.CREATE_TIME
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & _TRANSACTIONAL_BIT)
+        return bool(self.attributes & TRANSACTIONAL_BIT)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & _CONTROL_BIT)
+        return bool(self.attributes & CONTROL_BIT)
 
     @property
     def has_delete_horizon(self) -> bool:
-        return bool(self.attributes & _DELETE_HORIZON_BIT)
+        return bool(self.attributes & DELETE_HORIZON_BIT)
 
     @property
     def delete_horizon_ms(self) -> int | None:
@@ -401,7 +403,7 @@ class RecordBatch:
             raise CorruptRecordError(f"record count {count} cannot fit in {len(data)} bytes")
         base_offset = self.base_offset
         base_ts = self.base_timestamp
-        append_time = self.max_timestamp if self.attributes & _TIMESTAMP_TYPE_BIT else None
+        append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         pos = 0
         for _ in range(count):
             rec, pos = _decode_record(data, pos, base_offset, base_ts, append_time)
@@ -565,7 +567,7 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, now_ms: int) -> N
     """
     batch = RecordBatch(buf, pos)
     end = batch._end()
-    attributes = batch.attributes | _TIMESTAMP_TYPE_BIT
+    attributes = batch.attributes | TIMESTAMP_TYPE_BIT
     _I16.pack_into(buf, pos + _ATTRIBUTES, attributes)
     _I64.pack_into(buf, pos + _MAX_TIMESTAMP, now_ms)
     _U32.pack_into(buf, pos + _CRC, _compute_crc(buf, pos, end))
@@ -659,11 +661,11 @@ def build_batch(
         body = compress(codec, body)
     attributes = int(codec)
     if TimestampType(timestamp_type) is TimestampType.LOG_APPEND_TIME:
-        attributes |= _TIMESTAMP_TYPE_BIT
+        attributes |= TIMESTAMP_TYPE_BIT
     if is_transactional:
-        attributes |= _TRANSACTIONAL_BIT
+        attributes |= TRANSACTIONAL_BIT
     if is_control:
-        attributes |= _CONTROL_BIT
+        attributes |= CONTROL_BIT
     if last_offset_delta is None:
         last_offset_delta = max(len(items) - 1, 0)
     out = bytearray(HEADER_SIZE + len(body))
