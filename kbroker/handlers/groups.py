@@ -18,19 +18,11 @@ from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
-    DeleteGroupsRequest,
-    DescribeGroupsRequest,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
-    HeartbeatRequest,
     JoinGroupRequest,
-    LeaveGroupRequest,
-    ListGroupsRequest,
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetFetchRequest,
-    SyncGroupRequest,
 )
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
@@ -65,24 +57,6 @@ def handle_join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
                                                  client_host=host))
 
 
-@REGISTRY.register(14, 0, 5)
-def handle_sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
-    svc = ctx.broker.groups
-    return svc.answer(svc.coordinator.sync_group(req, ctx.api_version))
-
-
-@REGISTRY.register(12, 0, 4)
-def handle_heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Any:
-    svc = ctx.broker.groups
-    return svc.answer(svc.coordinator.heartbeat(req, ctx.api_version))
-
-
-@REGISTRY.register(13, 0, 4)
-def handle_leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
-    svc = ctx.broker.groups
-    return svc.answer(svc.coordinator.leave_group(req, ctx.api_version))
-
-
 @REGISTRY.register(8, 2, 8)
 def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     state = ctx.broker
@@ -111,31 +85,25 @@ def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     return resp
 
 
-@REGISTRY.register(9, 1, 8)
-def handle_offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> Any:
-    svc = ctx.broker.groups
-    return svc.answer(svc.coordinator.offset_fetch(req, ctx.api_version))
+def _register_passthrough(api_key: int, min_version: int, max_version: int, method: str) -> None:
+    """APIs the coordinator answers as they are: call it, append its records, answer."""
+
+    def handle(ctx: RequestContext, req: Any) -> Any:
+        svc = ctx.broker.groups
+        return svc.answer(getattr(svc.coordinator, method)(req, ctx.api_version))
+
+    handle.__name__ = f"handle_{method}"
+    REGISTRY.register(api_key, min_version, max_version)(handle)
 
 
-@REGISTRY.register(15, 0, 5)
-def handle_describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> Any:
-    svc = ctx.broker.groups
-    return svc.answer(svc.coordinator.describe_groups(req, ctx.api_version))
-
-
-@REGISTRY.register(16, 0, 4)
-def handle_list_groups(ctx: RequestContext, req: ListGroupsRequest) -> Any:
-    svc = ctx.broker.groups
-    return svc.answer(svc.coordinator.list_groups(req, ctx.api_version))
-
-
-@REGISTRY.register(42, 0, 2)
-def handle_delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Any:
-    svc = ctx.broker.groups
-    return svc.answer(svc.coordinator.delete_groups(req, ctx.api_version))
-
-
-@REGISTRY.register(47, 0, 0)
-def handle_offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Any:
-    svc = ctx.broker.groups
-    return svc.answer(svc.coordinator.offset_delete(req, ctx.api_version))
+for _key, _lo, _hi, _method in [
+    (14, 0, 5, "sync_group"),
+    (12, 0, 4, "heartbeat"),
+    (13, 0, 4, "leave_group"),
+    (9, 1, 8, "offset_fetch"),
+    (15, 0, 5, "describe_groups"),
+    (16, 0, 4, "list_groups"),
+    (42, 0, 2, "delete_groups"),
+    (47, 0, 0, "offset_delete"),
+]:
+    _register_passthrough(_key, _lo, _hi, _method)
