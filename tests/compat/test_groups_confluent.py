@@ -7,10 +7,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from groups.records import decode_key, decode_value
 from tests.compat.broker_process import BrokerProcess
@@ -27,35 +28,66 @@ def _produce(bootstrap: str, n: int, topic: str = TOPIC) -> None:
     assert p.flush(30) == 0
 
 
-def _consume_in_group(bootstrap: str, group: str, members: int, expect: int, extra=None,
-                      timeout_s: float = 40) -> dict[int, list[tuple[str, int]]]:
-    """Run ``members`` subscribed consumers until ``expect`` distinct values arrived."""
+def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future resolves
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+
+
+def _consume_in_group(bootstrap: str, group: str, members: int, expect: int, *, topic: str = TOPIC,
+                      produce: Callable[[], None] | None = None, partitions: int = 6, extra=None,
+                      timeout_s: float = 60) -> dict[int, list[tuple[str, int]]]:
+    """Run ``members`` subscribed consumers until ``expect`` distinct values arrived.
+
+    With ``produce``, the records are written only once every member holds a non-empty,
+    disjoint share of all ``partitions`` and the shares have been still for a second: the
+    tests that check how a group splits a topic must not let the first generation (one
+    member, everything assigned) drain the topic before the others have joined."""
     seen: dict[int, list[tuple[str, int]]] = {}
     lock = threading.Lock()
-    assignments: dict[str, list[int]] = {}
+    assignments: dict[str, frozenset[int]] = {}
 
     def run(name: str) -> None:
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                       "session.timeout.ms": 10000, **(extra or {})})
-        c.subscribe([TOPIC])
+        c.subscribe([topic])
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             m = c.poll(0.2)
-            if m is not None and m.error() is None:
-                with lock:
-                    seen.setdefault(int(m.value()), []).append((name, m.partition()))
             with lock:
+                if m is not None and m.error() is None:
+                    seen.setdefault(int(m.value()), []).append((name, m.partition()))
+                assignments[name] = frozenset(tp.partition for tp in c.assignment())
                 if len(seen) >= expect:
                     break
-        assignments[name] = sorted(tp.partition for tp in c.assignment())
         c.close()
 
     threads = [threading.Thread(target=run, args=(f"m{i}",)) for i in range(members)]
     for t in threads:
         t.start()
+    if produce is not None:
+        _wait_for_a_settled_split(assignments, lock, members, partitions, timeout_s)
+        produce()
     for t in threads:
         t.join(timeout_s + 20)
     return seen
+
+
+def _wait_for_a_settled_split(assignments: dict[str, frozenset[int]], lock: threading.Lock,
+                              members: int, partitions: int, timeout_s: float) -> None:
+    deadline = time.time() + timeout_s
+    last, since = None, time.time()
+    while time.time() < deadline:
+        with lock:
+            shares = dict(assignments)
+        if shares != last:
+            last, since = shares, time.time()
+        split = (len(shares) == members and all(shares.values())
+                 and sum(len(s) for s in shares.values()) == partitions
+                 and frozenset().union(*shares.values()) == frozenset(range(partitions)))
+        if split and time.time() - since >= 1.0:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the group never settled on a split of {partitions} partitions: {last}")
 
 
 @pytest.fixture
@@ -66,9 +98,10 @@ def six_partitions(broker_factory):
 @pytest.mark.parametrize("assignor", ["range", "roundrobin", "cooperative-sticky"])
 def test_three_members_of_one_group_share_every_record_of_a_six_partition_topic(six_partitions, assignor):
     b = six_partitions
-    _produce(b.bootstrap, 6000)
+    _create_topic(b.bootstrap, TOPIC, 6)
     seen = _consume_in_group(b.bootstrap, f"queue-{assignor}", 3, 6000,
-                             {"partition.assignment.strategy": assignor})
+                             produce=lambda: _produce(b.bootstrap, 6000),
+                             extra={"partition.assignment.strategy": assignor})
     assert sorted(seen) == list(range(6000))
     by_member = Counter(name for hits in seen.values() for name, _ in hits)
     assert set(by_member) == {"m0", "m1", "m2"}
@@ -85,7 +118,9 @@ def test_two_groups_each_receive_every_record_and_one_group_of_two_splits_them(s
     _produce(b.bootstrap, 3000)
     broadcast_a = _consume_in_group(b.bootstrap, "ga", 1, 3000)
     broadcast_b = _consume_in_group(b.bootstrap, "gb", 1, 3000)
-    queue = _consume_in_group(b.bootstrap, "gq", 2, 3000)
+    _create_topic(b.bootstrap, "jobs", 6)
+    queue = _consume_in_group(b.bootstrap, "gq", 2, 3000, topic="jobs",
+                              produce=lambda: _produce(b.bootstrap, 3000, "jobs"))
     assert sorted(broadcast_a) == sorted(broadcast_b) == sorted(queue) == list(range(3000))
     assert all(len(v) == 1 for v in queue.values())
     assert len({name for hits in queue.values() for name, _ in hits}) == 2
