@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
-.PHONY: run test deps-system lint gen gen-check schemas bench-codec bench-log clean
+.PHONY: run test deps-system spark-jars lint gen gen-check schemas bench-codec bench-log clean
 
 $(VENV)/.run-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,13 +26,25 @@ run: $(VENV)/.run-installed
 	$(PY) -m kbroker serve --override log.dirs=./data
 
 ## test: install everything the tests need, then run lint and every test
-test: $(VENV)/.test-installed deps-system lint
+test: $(VENV)/.test-installed deps-system spark-jars lint
 	$(PY) -m pytest
 
 ## deps-system: system packages the compat tests run (kcat, from Debian)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
 deps-system:
 	command -v kcat >/dev/null || ($(SUDO) apt-get install -y kcat || ($(SUDO) apt-get update && $(SUDO) apt-get install -y kcat))
+
+## spark-jars: Spark's Kafka connector and its runtime dependencies, fetched by Maven into
+## spark_it/jars/ (git-ignored) once; fetched again only when spark_it/pom.xml changes
+SPARK_JARS := spark_it/jars
+spark-jars: $(SPARK_JARS)/.fetched
+$(SPARK_JARS)/.fetched: spark_it/pom.xml
+	rm -rf $(SPARK_JARS)
+	mvn -q -B -f spark_it/pom.xml dependency:copy-dependencies -DoutputDirectory=jars \
+	    -DincludeScope=runtime \
+	    -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
+	test $$(ls $(SPARK_JARS)/*.jar | wc -l) = 4
+	touch $@
 
 lint: $(VENV)/.test-installed
 	$(VENV)/bin/lint-imports
