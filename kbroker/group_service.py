@@ -10,8 +10,10 @@ Its jobs, and nothing else:
   classic record key is int16 version + group string), so records from ``poll()`` that
   span several groups land in the right partitions.
 * Parked JoinGroup/SyncGroup: the coordinator's pending handle resolves an asyncio future.
-* Timers: ``tick()`` (from the broker's background tick) calls ``poll()`` once a deadline
-  has passed.
+* Timers: after every coordinator call an event-loop timer is armed for the coordinator's
+  next deadline, so a delayed join or a session expiry fires on time (Kafka's purgatory
+  fires to the millisecond; a 0 ms initial rebalance delay completes the join at once).
+  ``tick()`` (from the broker's background tick) is the fallback when no loop is running.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class GroupService:
                 "offsets.topic.num.partitions")}),
             state.clock,
         )
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline_ms: int | None = None
         self._load()
 
     # ------------------------------------------------------------ the internal topic
@@ -100,6 +104,7 @@ class GroupService:
         """Append the records of a coordinator call (before any of its responses leave)."""
         if result.records:
             self.append(result.records)
+        self._arm_timer()
 
     def append(self, records: list[Record]) -> None:
         self.ensure_topic()
@@ -135,3 +140,25 @@ class GroupService:
         deadline = self.coordinator.next_deadline_ms()
         if deadline is not None and deadline <= self.state.clock.milliseconds():
             self.apply(self.coordinator.poll())
+
+    def _arm_timer(self) -> None:
+        """Keep one loop timer at the coordinator's next deadline (ms on the broker clock)."""
+        deadline = self.coordinator.next_deadline_ms()
+        if deadline == self._timer_deadline_ms:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = self._timer_deadline_ms = None
+        if deadline is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not serving (tests driving the state directly): tick() covers it
+            return
+        delay_s = max(0, deadline - self.state.clock.milliseconds()) / 1000
+        self._timer, self._timer_deadline_ms = loop.call_later(delay_s, self._on_timer), deadline
+
+    def _on_timer(self) -> None:
+        self._timer = self._timer_deadline_ms = None
+        self.tick()
+        self._arm_timer()  # tick() re-arms only when a deadline had passed
