@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
-.PHONY: run test deps-system spark-jars lint gen gen-check schemas bench-codec bench-log clean
+.PHONY: run test deps-system spark-jars lint gen gen-check schemas bench-codec bench-log bench-group clean
 
 $(VENV)/.run-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,9 @@ bench-codec: $(VENV)/.test-installed
 
 bench-log: $(VENV)/.test-installed
 	$(PY) -m bench.log_bench
+
+bench-group: $(VENV)/.test-installed
+	$(PY) -m bench.group_bench
 
 clean:
 	rm -rf $(VENV) build *.egg-info
