@@ -10,27 +10,16 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from groups.records import decode_key, decode_value
 from tests.compat.broker_process import BrokerProcess
+from tests.compat.group_helpers import create_topic, produce_numbers, wait_for_a_settled_split
 from wire.messages import OffsetCommitKey, OffsetCommitValue
 from wire.record_batch import iter_batches
 
 TOPIC = "clicks"
-
-
-def _produce(bootstrap: str, n: int, topic: str = TOPIC) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for i in range(n):
-        p.produce(topic, key=str(i).encode(), value=str(i).encode())
-    assert p.flush(30) == 0
-
-
-def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future resolves
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
 
 
 def _consume_in_group(bootstrap: str, group: str, members: int, expect: int, *, topic: str = TOPIC,
@@ -65,29 +54,11 @@ def _consume_in_group(bootstrap: str, group: str, members: int, expect: int, *, 
     for t in threads:
         t.start()
     if produce is not None:
-        _wait_for_a_settled_split(assignments, lock, members, partitions, timeout_s)
+        wait_for_a_settled_split(assignments, lock, members, partitions, timeout_s)
         produce()
     for t in threads:
         t.join(timeout_s + 20)
     return seen
-
-
-def _wait_for_a_settled_split(assignments: dict[str, frozenset[int]], lock: threading.Lock,
-                              members: int, partitions: int, timeout_s: float) -> None:
-    deadline = time.time() + timeout_s
-    last, since = None, time.time()
-    while time.time() < deadline:
-        with lock:
-            shares = dict(assignments)
-        if shares != last:
-            last, since = shares, time.time()
-        split = (len(shares) == members and all(shares.values())
-                 and sum(len(s) for s in shares.values()) == partitions
-                 and frozenset().union(*shares.values()) == frozenset(range(partitions)))
-        if split and time.time() - since >= 1.0:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the group never settled on a split of {partitions} partitions: {last}")
 
 
 @pytest.fixture
@@ -98,9 +69,9 @@ def six_partitions(broker_factory):
 @pytest.mark.parametrize("assignor", ["range", "roundrobin", "cooperative-sticky"])
 def test_three_members_of_one_group_share_every_record_of_a_six_partition_topic(six_partitions, assignor):
     b = six_partitions
-    _create_topic(b.bootstrap, TOPIC, 6)
+    create_topic(b.bootstrap, TOPIC, 6)
     seen = _consume_in_group(b.bootstrap, f"queue-{assignor}", 3, 6000,
-                             produce=lambda: _produce(b.bootstrap, 6000),
+                             produce=lambda: produce_numbers(b.bootstrap, 6000),
                              extra={"partition.assignment.strategy": assignor})
     assert sorted(seen) == list(range(6000))
     by_member = Counter(name for hits in seen.values() for name, _ in hits)
@@ -115,12 +86,12 @@ def test_three_members_of_one_group_share_every_record_of_a_six_partition_topic(
 
 def test_two_groups_each_receive_every_record_and_one_group_of_two_splits_them(six_partitions):
     b = six_partitions
-    _produce(b.bootstrap, 3000)
+    produce_numbers(b.bootstrap, 3000)
     broadcast_a = _consume_in_group(b.bootstrap, "ga", 1, 3000)
     broadcast_b = _consume_in_group(b.bootstrap, "gb", 1, 3000)
-    _create_topic(b.bootstrap, "jobs", 6)
+    create_topic(b.bootstrap, "jobs", 6)
     queue = _consume_in_group(b.bootstrap, "gq", 2, 3000, topic="jobs",
-                              produce=lambda: _produce(b.bootstrap, 3000, "jobs"))
+                              produce=lambda: produce_numbers(b.bootstrap, 3000, "jobs"))
     assert sorted(broadcast_a) == sorted(broadcast_b) == sorted(queue) == list(range(3000))
     assert all(len(v) == 1 for v in queue.values())
     assert len({name for hits in queue.values() for name, _ in hits}) == 2
@@ -130,7 +101,7 @@ def test_two_groups_each_receive_every_record_and_one_group_of_two_splits_them(s
 def test_committed_offsets_and_metadata_survive_a_broker_restart(tmp_path, clean):
     b = BrokerProcess(tmp_path / "data", overrides={"num.partitions": "2"}).start()
     try:
-        _produce(b.bootstrap, 100)
+        produce_numbers(b.bootstrap, 100)
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "resume", "enable.auto.commit": False})
         offsets = [TopicPartition(TOPIC, 0, 17, metadata="checkpoint-17"), TopicPartition(TOPIC, 1, 23)]
         committed = c.commit(offsets=offsets, asynchronous=False)
@@ -155,7 +126,7 @@ def test_committed_offsets_and_metadata_survive_a_broker_restart(tmp_path, clean
 
 
 def test_the_admin_api_lists_describes_and_deletes_groups_and_lists_their_offsets(broker):
-    _produce(broker.bootstrap, 10)
+    produce_numbers(broker.bootstrap, 10)
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "admin-g", "enable.auto.commit": False})
     c.commit(offsets=[TopicPartition(TOPIC, 0, 7)], asynchronous=False)
     c.close()
@@ -172,7 +143,7 @@ def test_the_admin_api_lists_describes_and_deletes_groups_and_lists_their_offset
 
 
 def test_records_in_consumer_offsets_decode_with_kafkas_coordinator_record_schemas(broker):
-    _produce(broker.bootstrap, 5)
+    produce_numbers(broker.bootstrap, 5)
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "rec-g", "enable.auto.commit": False})
     tp = TopicPartition(TOPIC, 0, 3, metadata="m")
     c.commit(offsets=[tp], asynchronous=False)
