@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
-.PHONY: run test deps-system spark-jars lint gen gen-check schemas bench-codec bench-log bench-group clean
+.PHONY: run test deps-system spark-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group clean
 
 $(VENV)/.run-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ $(SPARK_JARS)/.fetched: spark_it/pom.xml
 	    -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 	test $$(ls $(SPARK_JARS)/*.jar | wc -l) = 4
 	touch $@
+
+## spark-demo: the example Spark pipeline (spark_it/demo.py) against `make run`'s broker
+spark-demo: $(VENV)/.test-installed spark-jars
+	$(PY) -m spark_it.demo --bootstrap localhost:9092
 
 lint: $(VENV)/.test-installed
 	$(VENV)/bin/lint-imports
