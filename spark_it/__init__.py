@@ -2,5 +2,11 @@
 
 Spark's own spark-sql-kafka connector, unmodified: ``readStream.format("kafka")`` and
 ``writeStream.format("kafka")`` pointed at a kbroker.  The connector jars are fetched by
-Maven into a git-ignored folder; the jobs and their bounded tests land with issue 7.
+Maven (``spark_it/pom.xml``, ``make spark-jars``) into the git-ignored ``spark_it/jars/``.
+
+* ``session``: a small local SparkSession with those jars on ``spark.jars``;
+* ``clicks``: the example pipeline (click events -> per-page counts per minute);
+* ``demo``: ``make spark-demo``, one run of that pipeline against ``make run``'s broker.
+
+The bounded tests are in ``tests/spark/``.
 """
