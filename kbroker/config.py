@@ -82,6 +82,9 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("message.max.bytes", "int", 1048588, at_least=0),
     _k("compression.type", "string", "producer",
        ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    _k("compression.gzip.level", "int", -1),
+    _k("compression.lz4.level", "int", 9),
+    _k("compression.zstd.level", "int", 3),
     # ---- log (topic-config synonyms, see log.config.SERVER_SYNONYMS)
     _k("log.segment.bytes", "int", 1073741824, at_least=14),
     _k("log.roll.ms", "long", None, at_least=1),
@@ -111,6 +114,8 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("log.cleaner.min.compaction.lag.ms", "long", 0, at_least=0),
     _k("log.cleaner.min.cleanable.ratio", "double", 0.5),
     _k("log.preallocate", "boolean", False),
+    _k("log.local.retention.ms", "long", -2, at_least=-2),
+    _k("log.local.retention.bytes", "long", -2, at_least=-2),
     # ---- groups and offsets (issue 5)
     _k("offsets.topic.num.partitions", "int", 50, at_least=1),
     _k("offsets.topic.replication.factor", "short", 3, at_least=1),

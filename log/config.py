@@ -8,6 +8,7 @@ build a topic's config as Kafka does: topic override, else server setting, else 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
@@ -38,6 +39,20 @@ _SPEC: dict[str, tuple[str, object]] = {
     "min.insync.replicas": ("min_insync_replicas", 1),
     "delete.retention.ms": ("delete_retention_ms", 24 * 60 * 60 * 1000),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", False),
+    # KIP-390 codec levels, used when the broker (re)compresses (compression.type != producer).
+    "compression.gzip.level": ("compression_gzip_level", -1),
+    "compression.lz4.level": ("compression_lz4_level", 9),
+    "compression.zstd.level": ("compression_zstd_level", 3),
+    # Accepted and described as Kafka does, inert on a single node without tiered storage:
+    # replication throttles name replicas of other brokers; local.retention.* only bound
+    # the local part of a tiered log; remote.storage.enable=true is refused (see below).
+    "leader.replication.throttled.replicas": ("leader_replication_throttled_replicas", ()),
+    "follower.replication.throttled.replicas": ("follower_replication_throttled_replicas", ()),
+    "remote.storage.enable": ("remote_storage_enable", False),
+    "local.retention.ms": ("local_retention_ms", -2),
+    "local.retention.bytes": ("local_retention_bytes", -2),
+    "remote.log.copy.disable": ("remote_log_copy_disable", False),
+    "remote.log.delete.on.disable": ("remote_log_delete_on_disable", False),
 }
 
 DEFAULTS: dict[str, object] = {name: default for name, (_, default) in _SPEC.items()}
@@ -50,6 +65,13 @@ _AT_LEAST: dict[str, int] = {
     "flush.messages": 1, "flush.ms": 0, "file.delete.delay.ms": 0,
     "message.timestamp.before.max.ms": 0, "message.timestamp.after.max.ms": 0,
     "max.message.bytes": 0, "min.insync.replicas": 1, "delete.retention.ms": 0,
+    "local.retention.ms": -2, "local.retention.bytes": -2,
+}
+# Kafka's per-codec level ranges (GzipCompression, Lz4Compression, ZstdCompression).
+_LEVELS: dict[str, tuple[int, int, tuple[int, ...]]] = {
+    "compression.gzip.level": (1, 9, (-1,)),
+    "compression.lz4.level": (1, 17, ()),
+    "compression.zstd.level": (-131072, 22, ()),
 }
 
 # topic config -> broker config that supplies its default (Kafka's ServerTopicConfigSynonyms).
@@ -74,6 +96,11 @@ SERVER_SYNONYMS: dict[str, str] = {
     "min.insync.replicas": "min.insync.replicas",
     "delete.retention.ms": "log.cleaner.delete.retention.ms",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
+    "local.retention.ms": "log.local.retention.ms",
+    "local.retention.bytes": "log.local.retention.bytes",
 }
 
 
@@ -122,6 +149,16 @@ class LogConfig:
     min_insync_replicas: int = 1
     delete_retention_ms: int = 24 * 60 * 60 * 1000
     unclean_leader_election_enable: bool = False
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
+    leader_replication_throttled_replicas: tuple[str, ...] = ()
+    follower_replication_throttled_replicas: tuple[str, ...] = ()
+    remote_storage_enable: bool = False
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
     overrides: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -136,6 +173,20 @@ class LogConfig:
         if self.compression_type not in COMPRESSION_TYPES:
             raise ValueError(f"Invalid value {self.compression_type} for configuration compression.type: "
                              f"String must be one of: {', '.join(COMPRESSION_TYPES)}")
+        for name, (lo, hi, extra) in _LEVELS.items():
+            value = getattr(self, _SPEC[name][0])
+            if not (lo <= value <= hi or value in extra):
+                raise ValueError(f"Invalid value {value} for configuration {name}: Value must be "
+                                 f"in [{lo},...,{hi}]" + (f" or {extra[0]}" if extra else ""))
+        for name in ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas"):
+            items = getattr(self, _SPEC[name][0])
+            if items != ("*",) and not all(re.fullmatch(r"\d+:\d+", i) for i in items):
+                raise ValueError(f"Invalid value {','.join(items)} for configuration {name}: "
+                                 "must be the literal '*' or a list of replicas in the following "
+                                 "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+        if self.remote_storage_enable:
+            raise ValueError("Tiered Storage functionality is disabled in the broker. "
+                             "Topic cannot be configured with remote log storage.")
         for name, minimum in _AT_LEAST.items():
             value = getattr(self, _SPEC[name][0])
             if value < minimum:
