@@ -21,7 +21,16 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     # Spark writes spark-warehouse/ and metastore files into the working directory unless
     # told otherwise: keep them in a temporary directory.
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = local_session("kbroker-tests", extra_conf={"spark.sql.warehouse.dir": str(warehouse)})
+    session = local_session("kbroker-tests", extra_conf={
+        "spark.sql.warehouse.dir": str(warehouse),
+        # Each test's broker is gone after it; Spark keeps its sink producers and source
+        # consumers cached for 10 minutes (5 for consumers), reconnecting to the dead port
+        # and logging it.  Evict idle ones quickly instead.
+        "spark.kafka.producer.cache.timeout": "5s",
+        "spark.kafka.producer.cache.evictorThreadRunInterval": "2s",
+        "spark.kafka.consumer.cache.timeout": "5s",
+        "spark.kafka.consumer.cache.evictorThreadRunInterval": "2s",
+    })
     yield session
     session.stop()
     shutil.rmtree(warehouse, ignore_errors=True)
