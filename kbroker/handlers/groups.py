@@ -18,6 +18,7 @@ from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
+    DescribeGroupsRequest,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     JoinGroupRequest,
@@ -85,6 +86,25 @@ def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     return resp
 
 
+# AclOperation bits a client may do to a group with no authorizer: READ (3), DELETE (6),
+# DESCRIBE (8).  Kafka 4 adds DESCRIBE_CONFIGS/ALTER_CONFIGS for KIP-848 group configs,
+# which this broker does not have, so it does not claim them.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+@REGISTRY.register(15, 0, 5)
+def handle_describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> Any:
+    """The coordinator describes; the broker adds what the client may do to each group when
+    asked (v3+), as Kafka's KafkaApis does for every group described without an error."""
+    svc = ctx.broker.groups
+    resp = svc.answer(svc.coordinator.describe_groups(req, ctx.api_version))
+    if ctx.api_version >= 3 and req.include_authorized_operations:
+        for g in resp.groups:
+            if g.error_code == 0:
+                g.authorized_operations = GROUP_OPERATIONS
+    return resp
+
+
 def _register_passthrough(api_key: int, min_version: int, max_version: int, method: str) -> None:
     """APIs the coordinator answers as they are: call it, append its records, answer."""
 
@@ -101,7 +121,6 @@ for _key, _lo, _hi, _method in [
     (12, 0, 4, "heartbeat"),
     (13, 0, 4, "leave_group"),
     (9, 1, 8, "offset_fetch"),
-    (15, 0, 5, "describe_groups"),
     (16, 0, 4, "list_groups"),
     (42, 0, 2, "delete_groups"),
     (47, 0, 0, "offset_delete"),

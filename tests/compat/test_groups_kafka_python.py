@@ -338,9 +338,6 @@ GROUP_OPERATIONS = ({"READ", "DESCRIBE", "DELETE"},
                     {"READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"})
 
 
-@pytest.mark.xfail(strict=True, reason="DescribeGroups v3+ ignores include_authorized_operations: "
-                   "the broker answers INT32_MIN (not requested) where Kafka answers the bitfield of "
-                   "the group's operations (KafkaApis.handleDescribeGroupsRequest)")
 def test_describing_a_group_with_authorized_operations_lists_what_may_be_done_to_it(broker):
     _create_topic(broker.bootstrap, "kp-ops", 1)
     c = _new_consumer(broker.bootstrap, "kp-ops-g", "ops-member", "kp-ops")
