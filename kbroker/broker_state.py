@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kbroker.config import BrokerConfig
+from kbroker.dynamic_broker_configs import DynamicBrokerConfigs
 from kbroker.fetch_waiters import FetchWaiters
 from kbroker.group_service import GroupService
 from kbroker.partition import LEADER_EPOCH, Partition
@@ -49,13 +50,15 @@ def new_cluster_id() -> str:
 
 
 class BrokerState:
-    def __init__(self, config: BrokerConfig):
-        self.config = config
-        self.node_id = config.node_id
+    def __init__(self, static_config: BrokerConfig):
+        self.static_config = static_config
+        self.node_id = static_config.node_id
+        dirs = static_config.log_dirs
+        self.dynamic_configs = DynamicBrokerConfigs(_first_dir(dirs), self.node_id)
+        self.config = config = self.dynamic_configs.effective(static_config)
         self.leader_epoch = LEADER_EPOCH
         self.clock = SystemClock()
         self.scheduler = Scheduler(self.clock)
-        dirs = config.log_dirs
         self.topic_configs = TopicConfigStore(_first_dir(dirs), config.log_config)
         self.log_manager = LogManager(
             dirs, config.log_config, self.clock, self.scheduler,
@@ -106,6 +109,35 @@ class BrokerState:
         info = self.topics[name] = TopicInfo(name, partitions, is_internal(name))
         log.info("created topic %s with %d partition(s)", name, partitions)
         return info
+
+    def add_partitions(self, name: str, count: int) -> None:
+        """CreatePartitions: grow a topic to ``count`` partitions (checked by the caller)."""
+        info = self.topics[name]
+        for index in range(info.partitions, count):
+            self._open_partition(name, index)
+        info.partitions = count
+        log.info("topic %s now has %d partition(s)", name, count)
+
+    def set_topic_overrides(self, name: str, overrides: dict[str, str]) -> None:
+        """Replace a topic's config overrides (already validated); its logs follow at once."""
+        self.topic_configs.set(name, overrides)
+        self._apply_log_configs([name])
+
+    def set_dynamic_broker_configs(self, resource_name: str, props: dict[str, str]) -> None:
+        """Replace one dynamic level ("" = cluster default, else this node's; validated
+        already); every topic without its own override follows the new defaults."""
+        self.dynamic_configs.set(resource_name, props)
+        self.config = self.dynamic_configs.effective(self.static_config)
+        self.topic_configs.defaults = self.config.log_config
+        self._apply_log_configs(list(self.topics))
+
+    def _apply_log_configs(self, topics: list[str]) -> None:
+        for topic in topics:
+            config = self.topic_configs.config_for(topic)
+            for index in range(self.topics[topic].partitions):
+                p = self.partitions.get((topic, index))
+                if p is not None:
+                    p.update_config(config)
 
     def delete_topic(self, name: str) -> None:
         info = self.topics.pop(name)

@@ -8,10 +8,12 @@ stable offset equals the high watermark until transactions exist.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from log.errors import OffsetOutOfRangeError
+from log.config import LogConfig
+from log.errors import OffsetOutOfRangeError, PolicyViolationError
 from log.log import FetchIsolation, Log
 from log.types import LogAppendInfo
 
@@ -54,6 +56,34 @@ class Partition:
     @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
+
+    def update_config(self, config: LogConfig) -> None:
+        """A topic or broker config change: takes effect on the next append, roll or
+        retention pass."""
+        self.log.update_config(config)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.log.size
+
+    @property
+    def log_dir(self) -> str:
+        """The log dir holding this partition's directory."""
+        return os.path.dirname(os.path.abspath(self.log.dir))
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords (Kafka's Partition.deleteRecordsOnLeader): move the log start
+        offset to ``offset`` (-1 = the high watermark); returns the new low watermark.
+        POLICY_VIOLATION without cleanup.policy=delete; OFFSET_OUT_OF_RANGE below 0 or above
+        the high watermark.  Segments wholly below are removed by the next retention pass."""
+        if not self.log.config.delete:
+            raise PolicyViolationError(f"Records of partition {self.topic}-{self.index} can not be "
+                                       "deleted due to the configured policy")
+        target = self.log.high_watermark if offset == -1 else offset
+        if target < 0:
+            raise OffsetOutOfRangeError(f"The offset {offset} for partition {self.topic}-{self.index} is not valid")
+        self.log.maybe_increment_log_start_offset(target, "ClientRecordDeletion")
+        return self.log.log_start_offset
 
     def append_records_as_leader(self, records: memoryview) -> LogAppendInfo:
         """Validate, assign offsets in place and append; wakes parked fetches.

@@ -9,10 +9,10 @@ old or the new file, never half of one.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
 
+from kbroker.json_file import read_json, write_json_atomically
 from log.config import LogConfig
 
 FILE_NAME = "kbroker-topic-configs.json"
@@ -22,13 +22,12 @@ class TopicConfigStore:
     def __init__(self, log_dir: str, defaults: LogConfig):
         self.path = os.path.join(log_dir, FILE_NAME)
         self.defaults = defaults
-        self.overrides: dict[str, dict[str, str]] = {}
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
-            self.overrides = {t: {k: str(v) for k, v in c.items()} for t, c in data.items()}
-        except FileNotFoundError:
-            pass
+        data = read_json(self.path, {})
+        self.overrides: dict[str, dict[str, str]] = {
+            t: {k: str(v) for k, v in c.items()} for t, c in data.items()}
+
+    def overrides_of(self, topic: str) -> dict[str, str]:
+        return dict(self.overrides.get(topic, {}))
 
     def config_for(self, topic: str) -> LogConfig:
         over = self.overrides.get(topic)
@@ -53,9 +52,4 @@ class TopicConfigStore:
             self._save()
 
     def _save(self) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.overrides, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_json_atomically(self.path, self.overrides)

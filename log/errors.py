@@ -41,6 +41,11 @@ class OffsetOutOfRangeError(LogError):
     error = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
+class PolicyViolationError(LogError):
+    """DeleteRecords on a log whose cleanup.policy has no ``delete``."""
+    error = ErrorCode.POLICY_VIOLATION
+
+
 class CorruptRecordError(LogError):
     error = ErrorCode.CORRUPT_MESSAGE
 

@@ -3,12 +3,15 @@ in kbroker.registry.REGISTRY (from which ApiVersions answers)."""
 
 from kbroker.handlers import (  # noqa: F401
     api_versions,
+    cluster_admin,
+    configs_admin,
     fetch,
     groups,
     init_producer_id,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
+    partitions_admin,
     produce,
     topics_admin,
 )

@@ -1,0 +1,80 @@
+"""DescribeCluster (key 60) v0-1 and DescribeLogDirs (key 35) v1-4.
+
+DescribeCluster (Kafka's AuthHelper.computeDescribeClusterResponse): v1 carries the
+endpoint type the client wants; this is a broker endpoint (1), so a request for the
+controller (2) gets MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE.
+The one broker is listed with its advertised address; it is also the controller id (a
+KRaft broker answers with an alive broker's id).  Cluster authorized operations as in
+Metadata when asked, INT32_MIN when not.
+
+DescribeLogDirs (Kafka's ReplicaManager.describeLogDirs): one result per log dir (its
+absolute path), with each requested partition it holds (all when ``topics`` is null): size
+in bytes, offset lag 0 (only future replicas lag), is_future_key false; v4 adds the
+filesystem's total and usable bytes.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kbroker.handlers.metadata import CLUSTER_OPERATIONS, INT_MIN
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
+
+ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2
+
+
+@REGISTRY.register(60, 0, 1)
+def handle_describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
+    state = ctx.broker
+    wanted = req.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKER
+    if wanted != ENDPOINT_BROKER:
+        if wanted == ENDPOINT_CONTROLLER:
+            code, message = (ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                             "The request was sent to an endpoint of type BROKER, but we wanted an "
+                             "endpoint of type CONTROLLER")
+        else:
+            code, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {wanted}"
+        return DescribeClusterResponse(throttle_time_ms=0, error_code=code, error_message=message,
+                                       endpoint_type=ENDPOINT_BROKER, cluster_id="", controller_id=-1,
+                                       brokers=[], cluster_authorized_operations=INT_MIN)
+    host, port = state.advertised_address()
+    return DescribeClusterResponse(
+        throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=ENDPOINT_BROKER,
+        cluster_id=state.cluster_id, controller_id=state.node_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(
+            broker_id=state.node_id, host=host, port=port, rack=state.config["broker.rack"])],
+        cluster_authorized_operations=CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
+        else INT_MIN)
+
+
+@REGISTRY.register(35, 1, 4)
+def handle_describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    state = ctx.broker
+    R = DescribeLogDirsResponse
+    if req.topics is None:
+        wanted = sorted(state.partitions)
+    else:
+        wanted = [(t.topic, i) for t in req.topics for i in t.partitions if (t.topic, i) in state.partitions]
+    results = []
+    for log_dir in state.log_manager.log_dirs:
+        path = os.path.abspath(log_dir)
+        by_topic: dict[str, list] = {}
+        for topic, index in wanted:
+            p = state.partitions[(topic, index)]
+            if p.log_dir == path:
+                by_topic.setdefault(topic, []).append(R.DescribeLogDirsPartition(
+                    partition_index=index, partition_size=p.size_in_bytes, offset_lag=0, is_future_key=False))
+        fs = os.statvfs(path)
+        results.append(R.DescribeLogDirsResult(
+            error_code=0, log_dir=path,
+            topics=[R.DescribeLogDirsTopic(name=n, partitions=ps) for n, ps in by_topic.items()],
+            total_bytes=fs.f_blocks * fs.f_frsize, usable_bytes=fs.f_bavail * fs.f_frsize))
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)

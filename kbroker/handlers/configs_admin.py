@@ -1,0 +1,190 @@
+"""DescribeConfigs (key 32) v1-4, AlterConfigs (33) v0-2, IncrementalAlterConfigs (44) v0-1.
+
+Resources: TOPIC (2) and BROKER (4; name "" = the cluster-wide dynamic default, or this
+broker's node id).  The checks and messages follow Kafka's ConfigAdminManager (on the
+broker) and ConfigurationControlManager / ControllerConfigurationValidator (on the
+controller), in that order:
+
+* a resource listed twice: INVALID_REQUEST "Each resource must appear at most once." for both;
+* a config name listed twice in one resource: INVALID_REQUEST "Error due to duplicate config keys";
+* a null value (except for DELETE): INVALID_REQUEST "Null value not supported for : a, b";
+* BROKER: a name other than "" or this node id INVALID_REQUEST; a non-dynamic name or a bad
+  value INVALID_REQUEST (Kafka wraps the broker's ConfigException so, KAFKA-13609);
+* TOPIC: an unknown topic UNKNOWN_TOPIC_OR_PARTITION; an unknown config name or a bad
+  value INVALID_CONFIG; APPEND/SUBTRACT on a non-LIST config INVALID_CONFIG;
+* any other resource type INVALID_REQUEST.
+
+AlterConfigs replaces the whole set of a resource's overrides (names not sent are
+removed); IncrementalAlterConfigs applies SET (0), DELETE (1), APPEND (2), SUBTRACT (3)
+to the current set, APPEND/SUBTRACT starting from the current effective value.
+``validate_only`` checks everything and changes nothing.  Changes take effect at once on
+every affected log and persist across restarts (kbroker/topic_configs.py,
+kbroker/dynamic_broker_configs.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kbroker.config import KEYS, ConfigError
+from kbroker.config_describe import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    describe,
+    to_config_string,
+    topic_config_type,
+)
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from kbroker.topic_configs import TopicConfigStore
+from log.config import DEFAULTS as TOPIC_DEFAULTS
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+class AlterError(Exception):
+    def __init__(self, error: ErrorCode, message: str):
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+@REGISTRY.register(32, 1, 4)
+def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    return DescribeConfigsResponse(throttle_time_ms=0, results=[
+        describe(ctx.broker, r.resource_type, r.resource_name, r.configuration_keys, req.include_synonyms)
+        for r in req.resources])
+
+
+@REGISTRY.register(33, 0, 2)
+def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
+    def ops(resource: Any) -> list[tuple[str, int, str | None]]:
+        return [(c.name, SET, c.value) for c in resource.configs]
+
+    results = _alter(ctx, req.resources, req.validate_only, ops, replace=True)
+    return AlterConfigsResponse(throttle_time_ms=0, responses=[
+        AlterConfigsResponse.AlterConfigsResourceResponse(*r) for r in results])
+
+
+@REGISTRY.register(44, 0, 1)
+def handle_incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
+                                     ) -> IncrementalAlterConfigsResponse:
+    def ops(resource: Any) -> list[tuple[str, int, str | None]]:
+        return [(c.name, c.config_operation, c.value) for c in resource.configs]
+
+    results = _alter(ctx, req.resources, req.validate_only, ops, replace=False)
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
+        IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(*r) for r in results])
+
+
+def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, ops_of: Any,
+           replace: bool) -> list[tuple[int, str | None, int, str]]:
+    """One (error_code, error_message, resource_type, resource_name) per resource, in order."""
+    seen = Counter((r.resource_type, r.resource_name) for r in resources)
+    out = []
+    for r in resources:
+        try:
+            if seen[(r.resource_type, r.resource_name)] > 1:
+                raise AlterError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            ops = ops_of(r)
+            if any(n > 1 for n in Counter(name for name, _, _ in ops).values()):
+                raise AlterError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+            nulls = [name for name, op, value in ops if value is None and op != DELETE]
+            if nulls:
+                raise AlterError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+            if r.resource_type == RESOURCE_TOPIC:
+                _alter_topic(ctx, r.resource_name, ops, replace, validate_only)
+            elif r.resource_type == RESOURCE_BROKER:
+                _alter_broker(ctx, r.resource_name, ops, replace, validate_only)
+            else:
+                raise AlterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
+            out.append((int(ErrorCode.NONE), None, r.resource_type, r.resource_name))
+        except AlterError as e:
+            out.append((int(e.error), e.message, r.resource_type, r.resource_name))
+    return out
+
+
+def _apply_ops(current: dict[str, str], ops: list[tuple[str, int, str | None]], replace: bool,
+               is_list: Any, effective_value: Any, invalid: ErrorCode) -> dict[str, str]:
+    """The new override set.  ``is_list(name)`` tells LIST configs; ``effective_value(name)``
+    is the value APPEND/SUBTRACT start from when there is no override."""
+    props = {} if replace else dict(current)
+    for name, op, value in ops:
+        if op == SET:
+            props[name] = value  # type: ignore[assignment]
+        elif op == DELETE:
+            props.pop(name, None)
+        elif op in (APPEND, SUBTRACT):
+            if not is_list(name):
+                raise AlterError(invalid, f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.")
+            base = props[name] if name in props else effective_value(name) or ""
+            items = [p.strip() for p in base.split(",") if p.strip()]
+            changes = [p.strip() for p in (value or "").split(",") if p.strip()]
+            if op == APPEND:
+                items += [c for c in dict.fromkeys(changes) if c not in items]
+            else:
+                items = [i for i in items if i not in changes]
+            props[name] = ",".join(items)
+        else:
+            raise AlterError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+    return props
+
+
+def _alter_topic(ctx: RequestContext, topic: str, ops: list[tuple[str, int, str | None]],
+                 replace: bool, validate_only: bool) -> None:
+    state = ctx.broker
+    if topic not in state.topics:
+        raise AlterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+    for name, _, _ in ops:
+        if name not in TOPIC_DEFAULTS:
+            raise AlterError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+    effective = state.topic_configs.config_for(topic).to_properties()
+    props = _apply_ops(
+        state.topic_configs.overrides_of(topic), ops, replace,
+        lambda n: topic_config_type(n, TOPIC_DEFAULTS[n]) == "list",
+        lambda n: to_config_string(effective[n]), ErrorCode.INVALID_CONFIG)
+    try:
+        TopicConfigStore.validate(props, state.config.log_config)
+    except KeyError as e:
+        raise AlterError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {e.args[0]}") from None
+    except ValueError as e:
+        raise AlterError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    if not validate_only:
+        state.set_topic_overrides(topic, props)
+
+
+def _alter_broker(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]],
+                  replace: bool, validate_only: bool) -> None:
+    state = ctx.broker
+    if name != "":
+        try:
+            node = int(name)
+        except ValueError:
+            raise AlterError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+        if node != state.node_id:
+            raise AlterError(ErrorCode.INVALID_REQUEST,
+                             f"Unexpected broker id, expected {state.node_id}, but received {name}")
+    for config_name, _, _ in ops:
+        if config_name not in KEYS:
+            raise AlterError(ErrorCode.INVALID_REQUEST,
+                             f"Cannot update these configs dynamically: Set({config_name})")
+    props = _apply_ops(
+        state.dynamic_configs.level(name), ops, replace, lambda n: KEYS[n].type == "list",
+        lambda n: to_config_string(KEYS[n].default), ErrorCode.INVALID_CONFIG)
+    try:
+        state.dynamic_configs.validate(state.static_config, name, props)
+    except ConfigError as e:
+        raise AlterError(ErrorCode.INVALID_REQUEST, str(e)) from None
+    if not validate_only:
+        state.set_dynamic_broker_configs(name, props)
