@@ -22,13 +22,15 @@ import logging
 import threading
 from typing import Any
 
+from kbroker.background import BackgroundWorker
 from kbroker.broker_state import BrokerState
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
 
 log = logging.getLogger("kbroker")
 
-SCHEDULER_TICK_S = 0.1    # how often log/'s scheduler (retention, flush, checkpoints) runs
+SCHEDULER_TICK_S = 0.1    # how often the background thread runs log/'s due tasks, and the
+                          # event loop's fallback group tick
 
 
 class Broker:
@@ -41,6 +43,7 @@ class Broker:
         self.state: BrokerState | None = None
         self._server: asyncio.AbstractServer | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._background: BackgroundWorker | None = None
         self.host = ""
         self.port = 0
 
@@ -59,6 +62,7 @@ class Broker:
         self.host = listener.host or "localhost"
         self.port = sock.getsockname()[1]
         self.state.bound_port = self.port
+        self._background = BackgroundWorker(self.state.run_background_tasks, SCHEDULER_TICK_S).start()
         self._ticker = asyncio.ensure_future(self._tick())
         log.info("started (kbroker id=%d) listening on %s:%d", self.config.node_id, self.host, self.port)
         return self
@@ -71,6 +75,9 @@ class Broker:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
+        if self._background is not None:
+            self._background.stop()
+            self._background = None
         state, self.state = self.state, None
         if state is not None:
             for conn in list(state.connections):
@@ -89,7 +96,7 @@ class Broker:
         while True:
             await asyncio.sleep(SCHEDULER_TICK_S)
             if self.state is not None:
-                self.state.run_background_tasks()
+                self.state.groups.tick()
 
     @property
     def bootstrap_servers(self) -> str:

@@ -165,8 +165,9 @@ class BrokerState:
 
     # ------------------------------------------------------------ lifecycle
     def run_background_tasks(self) -> None:
+        """Disk work due now (retention, deletions, checkpoints); runs on the background
+        thread (kbroker/background.py), never on the event loop."""
         self.scheduler.run_pending()
-        self.groups.tick()
 
     def shutdown(self) -> None:
         self.log_manager.shutdown()
