@@ -2,7 +2,8 @@
 
 ``validate_and_assign_offsets(buf, next_offset, now_ms, config, ...)`` is Kafka's
 ``analyzeAndValidateRecords`` + ``LogValidator.validateMessagesAndAssignOffsets`` for magic 2
-without format conversion or recompression.  No I/O, no clock (``now_ms`` is an argument).
+without format conversion; recompression to the topic's ``compression.type`` (when it names
+a codec the batch does not have) is log/recompression.py.  No I/O, no clock (``now_ms`` is an argument).
 ``Log.append_as_leader`` calls it under the log lock with ``next_offset = log end offset``; it
 can also be called on its own (tests, early rejection).
 
@@ -15,7 +16,9 @@ Checks, each raising the ``log.errors`` exception of the Kafka error a producer 
 * CreateTime timestamps within message.timestamp.before/after.max.ms of ``now_ms``
   (INVALID_TIMESTAMP).  Checked on the batch header's baseTimestamp and maxTimestamp, not per
   record: the uncompressed path never decodes records;
-* compacted topics: every record has a key (INVALID_RECORD); this is the one case where records
+* compacted topics: every record has a key, else INVALID_RECORD naming each keyless record by
+  its index in the batch (``exc.record_errors``, Kafka's ``RecordValidationException``; the
+  Produce handler returns them as v8+ ``record_errors``); this is the one case where records
   are decoded (Kafka must too).
 
 Then, in place: baseOffset := next offset, partitionLeaderEpoch := the leader's epoch (both
@@ -35,10 +38,12 @@ from log.errors import (
     CorruptRecordError,
     InvalidRecordError,
     InvalidTimestampError,
+    RecordError,
     RecordTooLargeError,
     UnsupportedForMessageFormatError,
 )
 from log.producer_state import AppendOrigin
+from log.recompression import needs_recompression, recompress
 from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 from wire.errors import CorruptRecordError as WireCorruptRecordError
 from wire.record_batch import (
@@ -65,6 +70,24 @@ class ValidationResult:
     last_leader_epoch: int
 
 
+def _check_keys(mv: memoryview, pos: int, topic_partition: tuple[str, int] | None) -> None:
+    """Kafka's LogValidator.validateKey over every record of the batch at ``pos``; all keyless
+    records are reported, then processRecordErrors raises one INVALID_RECORD for them."""
+    tp = f"{topic_partition[0]}-{topic_partition[1]}" if topic_partition else "unknown"
+    errors = []
+    try:
+        for index, record in enumerate(RecordBatch(mv, pos).records()):
+            if record.key is None:
+                errors.append(RecordError(index, f"Compacted topic cannot accept message without key in topic partition {tp}"))
+    except WireCorruptRecordError as e:
+        raise CorruptRecordError(f"Record is corrupt: {e}") from None
+    if errors:
+        shown = "[" + ", ".join(str(e) for e in errors[:3]) + "]"
+        raise InvalidRecordError(f"One or more records have been rejected due to {len(errors)} record errors in total, "
+                                 f"and only showing the first three errors at most: {shown}",
+                                 record_errors=tuple(errors))
+
+
 def _writable(buf) -> memoryview:
     if isinstance(buf, bytearray):
         return memoryview(buf)
@@ -77,7 +100,8 @@ def _writable(buf) -> memoryview:
 def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogConfig,
                                 partition_leader_epoch: int = -1,
                                 origin: AppendOrigin = AppendOrigin.CLIENT,
-                                assign_offsets: bool = True) -> ValidationResult:
+                                assign_offsets: bool = True,
+                                topic_partition: tuple[str, int] | None = None) -> ValidationResult:
     mv = _writable(buf)
     n = len(mv)
     pos = 0
@@ -131,12 +155,7 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
                         f"Timestamp {ts} of message is out of range. The timestamp should be within "
                         f"[{now_ms - config.message_timestamp_before_max_ms}, {now_ms + config.message_timestamp_after_max_ms}]")
         if config.compact and not h.is_control:
-            try:
-                for record in RecordBatch(mv, pos).records():
-                    if record.key is None:
-                        raise InvalidRecordError("Compacted topic cannot accept message without key")
-            except WireCorruptRecordError as e:
-                raise CorruptRecordError(f"Record is corrupt: {e}") from None
+            _check_keys(mv, pos, topic_partition)
         if assign_offsets:
             set_base_offset(mv, pos, offset)
             if partition_leader_epoch >= 0:
@@ -159,8 +178,21 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
         pos += size
     if not headers:
         raise CorruptRecordError("The record set holds no complete record batch")
+    records = mv[:pos]
+    if assign_offsets and needs_recompression(config, headers):
+        out, headers = recompress(records, headers, config, now_ms if log_append else None)
+        records = memoryview(out)
+        for h in headers:  # Kafka checks the rewritten batches' sizes again
+            if h.batch_length + LOG_OVERHEAD > config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"The record batch size in the append is {h.batch_length + LOG_OVERHEAD} bytes which "
+                    f"exceeds the maximum configured value of {config.max_message_bytes}.")
+        max_timestamp, shallow_offset_of_max = -1, -1
+        for h in headers:
+            if h.max_timestamp > max_timestamp:
+                max_timestamp, shallow_offset_of_max = h.max_timestamp, h.base_offset + h.last_offset_delta
     return ValidationResult(
-        records=mv[:pos],
+        records=records,
         first_offset=headers[0].base_offset,
         last_offset=offset - 1,
         max_timestamp=max_timestamp,

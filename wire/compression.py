@@ -72,25 +72,28 @@ _CODEC_ERRORS = (cramjam.DecompressionError, OSError, ValueError, TypeError, zli
 # --------------------------------------------------------------------------- compress
 
 
-def compress(codec: Compression | int, data) -> bytes:
-    """Compress ``data`` (bytes-like) the way Kafka's Java client does for ``codec``."""
+def compress(codec: Compression | int, data, level: int | None = None) -> bytes:
+    """Compress ``data`` (bytes-like) the way Kafka's Java client does for ``codec``.
+    ``level`` is KIP-390's ``compression.<codec>.level`` (None: Kafka's default for the
+    codec: gzip -1 = zlib's 6, lz4 9, zstd 3); snappy has no levels."""
     codec = Compression(codec)
     if codec is Compression.NONE:
         return bytes(data)
     if codec is Compression.GZIP:
-        # Level 6 (zlib's default) - Java's GZIPOutputStream uses Deflater's default too.
-        c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        # Java's GZIPOutputStream uses Deflater's default (-1, which zlib takes as 6).
+        c = zlib.compressobj(6 if level is None or level < 0 else level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         return c.compress(data) + c.flush()
     if codec is Compression.SNAPPY:
         return _snappy_xerial_compress(data)
     if codec is Compression.LZ4:
         # Frame format with independent blocks and no content checksum, as Java's
         # Lz4BlockOutputStream writes (cramjam's one-shot compress() links blocks).
-        c = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+        c = cramjam.lz4.Compressor(level=9 if level is None else level, content_checksum=False,
+                                   block_linked=False)
         c.compress(data if type(data) is bytes else bytes(data))  # takes bytes only
         return bytes(c.finish())
     if codec is Compression.ZSTD:
-        return bytes(cramjam.zstd.compress(data))
+        return bytes(cramjam.zstd.compress(data, level=3 if level is None else level))
     raise ValueError(f"unknown compression codec {codec!r}")  # pragma: no cover
 
 

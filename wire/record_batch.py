@@ -623,6 +623,7 @@ def build_batch(
     partition_leader_epoch: int = -1,
     base_timestamp: int | None = None,
     last_offset_delta: int | None = None,
+    compression_level: int | None = None,
 ) -> bytes:
     """Encode one magic-2 batch.
 
@@ -658,7 +659,7 @@ def build_batch(
     )
     codec = Compression(compression)
     if codec is not Compression.NONE:
-        body = compress(codec, body)
+        body = compress(codec, body, compression_level)
     attributes = int(codec)
     if TimestampType(timestamp_type) is TimestampType.LOG_APPEND_TIME:
         attributes |= TIMESTAMP_TYPE_BIT
