@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-__all__ = ["DEFAULTS", "LONG_MAX", "SERVER_SYNONYMS", "LogConfig", "ProducerStateManagerConfig"]
+__all__ = ["CLEANER_DEFAULTS", "DEFAULTS", "LONG_MAX", "SERVER_SYNONYMS", "CleanerConfig", "LogConfig",
+           "ProducerStateManagerConfig"]
 
 LONG_MAX = (1 << 63) - 1
+DOUBLE_MAX = sys.float_info.max  # Java's Double.MAX_VALUE
 
 # topic config name -> (attribute, default)
 _SPEC: dict[str, tuple[str, object]] = {
@@ -38,6 +41,12 @@ _SPEC: dict[str, tuple[str, object]] = {
     "preallocate": ("preallocate", False),
     "min.insync.replicas": ("min_insync_replicas", 1),
     "delete.retention.ms": ("delete_retention_ms", 24 * 60 * 60 * 1000),
+    # Compaction (the log cleaner): a record stays uncompacted at least min.compaction.lag.ms
+    # and at most max.compaction.lag.ms; a log is cleaned once dirty bytes / total bytes
+    # exceeds min.cleanable.dirty.ratio (a double in [0, 1]).
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", 0),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", LONG_MAX),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", 0.5),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", False),
     # KIP-390 codec levels, used when the broker (re)compresses (compression.type != producer).
     "compression.gzip.level": ("compression_gzip_level", -1),
@@ -65,6 +74,7 @@ _AT_LEAST: dict[str, int] = {
     "flush.messages": 1, "flush.ms": 0, "file.delete.delay.ms": 0,
     "message.timestamp.before.max.ms": 0, "message.timestamp.after.max.ms": 0,
     "max.message.bytes": 0, "min.insync.replicas": 1, "delete.retention.ms": 0,
+    "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1,
     "local.retention.ms": -2, "local.retention.bytes": -2,
 }
 # Kafka's per-codec level ranges (GzipCompression, Lz4Compression, ZstdCompression).
@@ -95,6 +105,9 @@ SERVER_SYNONYMS: dict[str, str] = {
     "preallocate": "log.preallocate",
     "min.insync.replicas": "min.insync.replicas",
     "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "compression.gzip.level": "compression.gzip.level",
     "compression.lz4.level": "compression.lz4.level",
@@ -114,6 +127,8 @@ def _coerce(default: object, value: object) -> object:
         return bool(value)
     if isinstance(default, int):
         return int(value)  # type: ignore[arg-type]
+    if isinstance(default, float):
+        return float(value)  # type: ignore[arg-type]
     if isinstance(default, tuple):
         if isinstance(value, str):
             return tuple(p.strip() for p in value.split(",") if p.strip())
@@ -148,6 +163,9 @@ class LogConfig:
     preallocate: bool = False
     min_insync_replicas: int = 1
     delete_retention_ms: int = 24 * 60 * 60 * 1000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
     unclean_leader_election_enable: bool = False
     compression_gzip_level: int = -1
     compression_lz4_level: int = 9
@@ -191,6 +209,15 @@ class LogConfig:
             value = getattr(self, _SPEC[name][0])
             if value < minimum:
                 raise ValueError(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
+        # ConfigDef.Range.between(0, 1) on a DOUBLE
+        ratio = self.min_cleanable_dirty_ratio
+        if not 0 <= ratio <= 1:
+            bound = "at least 0" if ratio < 0 else "no more than 1"
+            raise ValueError(f"Invalid value {ratio} for configuration min.cleanable.dirty.ratio: Value must be {bound}")
+        # LogConfig.validateValues
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise ValueError(f"conflict topic config setting min.compaction.lag.ms ({self.min_compaction_lag_ms}) > "
+                             f"max.compaction.lag.ms ({self.max_compaction_lag_ms})")
 
     @classmethod
     def from_properties(
@@ -234,6 +261,71 @@ class LogConfig:
         if self.segment_jitter_ms <= 0:
             return 0
         return random.randrange(min(self.segment_jitter_ms, self.segment_ms))
+
+
+# Broker config name -> (CleanerConfig attribute, Kafka's default), Kafka's CleanerConfig.
+# (log.cleaner.io.buffer.load.factor really is Kafka's name for the dedupe map load factor.)
+_CLEANER_SPEC: dict[str, tuple[str, object]] = {
+    "log.cleaner.threads": ("num_threads", 1),
+    "log.cleaner.dedupe.buffer.size": ("dedupe_buffer_size", 128 * 1024 * 1024),
+    "log.cleaner.io.buffer.load.factor": ("dedupe_buffer_load_factor", 0.9),
+    "log.cleaner.io.buffer.size": ("io_buffer_size", 512 * 1024),
+    "message.max.bytes": ("max_message_size", 1024 * 1024 + 12),
+    "log.cleaner.io.max.bytes.per.second": ("max_io_bytes_per_second", DOUBLE_MAX),
+    "log.cleaner.backoff.ms": ("backoff_ms", 15 * 1000),
+    "log.cleaner.enable": ("enable_cleaner", True),
+}
+CLEANER_DEFAULTS: dict[str, object] = {name: default for name, (_, default) in _CLEANER_SPEC.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerConfig:
+    """The log cleaner's broker-level settings (Kafka's ``CleanerConfig``).
+
+    ``dedupe_buffer_size`` bytes are shared by ``num_threads`` cleaners: each offset map gets
+    ``dedupe_buffer_size / num_threads`` and is filled to ``dedupe_buffer_load_factor`` of its
+    slots; ``io_buffer_size / num_threads / 2`` is each cleaner's read chunk; all cleaners
+    together read+write at most ``max_io_bytes_per_second``; with nothing to clean the
+    driver waits ``backoff_ms``.  ``hash_algorithm`` names the digest the offset map keys on
+    (hashlib name)."""
+
+    num_threads: int = 1
+    dedupe_buffer_size: int = 128 * 1024 * 1024
+    dedupe_buffer_load_factor: float = 0.9
+    io_buffer_size: int = 512 * 1024
+    max_message_size: int = 1024 * 1024 + 12
+    max_io_bytes_per_second: float = DOUBLE_MAX
+    backoff_ms: int = 15 * 1000
+    enable_cleaner: bool = True
+    hash_algorithm: str = "md5"
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("log.cleaner.threads", 0), ("log.cleaner.io.buffer.size", 0),
+                              ("log.cleaner.backoff.ms", 0)):
+            value = getattr(self, _CLEANER_SPEC[name][0])
+            if value < minimum:
+                raise ValueError(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object]) -> CleanerConfig:
+        """Kafka broker-config names (``log.cleaner.*``, ``message.max.bytes``) -> CleanerConfig;
+        other names are ignored (they belong to the rest of the broker config)."""
+        values = {}
+        for name, raw in props.items():
+            if name in _CLEANER_SPEC and raw is not None:
+                attr, default = _CLEANER_SPEC[name]
+                values[attr] = _coerce(default, raw)
+        return cls(**values)
+
+    @property
+    def dedupe_buffer_per_thread(self) -> int:
+        """Kafka: ``min(dedupeBufferSize / numThreads, Integer.MAX_VALUE)``."""
+        return min(self.dedupe_buffer_size // max(self.num_threads, 1), (1 << 31) - 1)
+
+    @property
+    def io_buffer_per_thread(self) -> int:
+        """Each cleaner's read (and write) buffer: ``ioBufferSize / numThreads / 2``."""
+        return max(self.io_buffer_size // max(self.num_threads, 1) // 2, 1)
 
 
 @dataclass(frozen=True, slots=True)

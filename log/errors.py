@@ -7,6 +7,8 @@ bad snapshot) are internal and handled inside log/.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from wire.error_codes import ErrorCode
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "LogSegmentOffsetOverflowError",
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
+    "RecordError",
     "RecordBatchTooLargeError",
     "RecordTooLargeError",
     "UnexpectedAppendOffsetError",
@@ -31,10 +34,28 @@ __all__ = [
 ]
 
 
+class RecordError(NamedTuple):
+    """One rejected record of a produced batch (Kafka's ``ProduceResponse.RecordError``):
+    ``batch_index`` is the record's position in its batch, from 0."""
+
+    batch_index: int
+    message: str | None
+
+    def __str__(self) -> str:  # Kafka's RecordError.toString, used in the exception message
+        message = "null" if self.message is None else f"'{self.message}'"
+        return f"RecordError(batchIndex={self.batch_index}, message={message})"
+
+
 class LogError(Exception):
-    """Base class; ``error`` is the Kafka error a client should see."""
+    """Base class; ``error`` is the Kafka error a client should see.  ``record_errors`` names
+    the offending records when validation rejects individual records (Kafka's
+    ``RecordValidationException``); Produce v8+ returns them per partition."""
 
     error: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, *args: object, record_errors: tuple[RecordError, ...] = ()) -> None:
+        super().__init__(*args)
+        self.record_errors = record_errors
 
 
 class OffsetOutOfRangeError(LogError):

@@ -2,8 +2,17 @@
 
 Steps, in Kafka's order:
 
-1. remove leftovers: ``*.deleted`` and ``*.cleaned`` files, ``*.swap`` files (we never write
-   swaps; Kafka's compaction does), and index files whose ``.log`` is gone;
+1. remove leftovers and finish or undo an interrupted compaction swap (Kafka's
+   ``removeTempFilesAndCollectSwapFiles`` + swap completion): ``*.deleted`` files go; if any
+   ``*.cleaned`` file is left, ``*.swap`` files at or above the lowest ``.cleaned`` offset are
+   from a swap that had not finished renaming ``.cleaned`` -> ``.swap`` and go too, then every
+   ``*.cleaned`` file goes.  The remaining ``.swap`` segments are checked (batches whole and
+   CRC-valid, offset index pointing inside the data): if all pass, the old segments they
+   replace (every non-swap segment file with a base offset in [lowest swap base, highest swap
+   next offset)) are deleted and the ``.swap`` files renamed to their final names; if one
+   fails while the old segments are still there, the swap is undone instead (``.swap`` files
+   deleted), so the log reads back either its pre-clean or its post-clean content.  Last,
+   index files whose ``.log`` is gone are removed;
 2. open every ``.log`` as a segment, by name only.  A segment whose ``.index`` or ``.timeindex``
    is missing, or fails its sanity check (size not a multiple of the entry size, offsets below
    the base, last entry pointing past the data), is *recovered*: its indexes are rebuilt from
@@ -37,6 +46,7 @@ from log.files import (
     LOG_FILE_SUFFIX,
     SWAP_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
     log_file,
     offset_from_file_name,
 )
@@ -45,6 +55,15 @@ from log.segment import LogSegment
 from log.segments import LogSegments
 
 __all__ = ["LoadedLogOffsets", "LogLoader"]
+
+_SEGMENT_FILE_SUFFIXES = (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
+
+
+def _offset_or_none(name: str) -> int | None:
+    try:
+        return offset_from_file_name(name)
+    except ValueError:
+        return None
 
 _log = logging.getLogger(__name__)
 
@@ -81,14 +100,38 @@ class LogLoader:
         return LoadedLogOffsets(log_start_offset, recovery_point, next_offset)
 
     def _remove_temp_files(self) -> None:
+        cleaned: list[str] = []
+        swaps: list[str] = []
         for name in os.listdir(self.dir):
             path = os.path.join(self.dir, name)
             if not os.path.isfile(path):
                 continue
-            if name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)):
-                _log.info("Deleting stray temporary file %s", path)
+            if name.endswith(DELETED_FILE_SUFFIX):
+                _log.debug("Deleting stray temporary file %s", path)
                 os.remove(path)
-            elif name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX)):
+            elif name.endswith(CLEANED_FILE_SUFFIX):
+                cleaned.append(name)
+            elif name.endswith(SWAP_FILE_SUFFIX):
+                swaps.append(name)
+        min_cleaned = min((_offset_or_none(n) for n in cleaned if _offset_or_none(n) is not None), default=None)
+        valid_swaps = []
+        for name in swaps:
+            offset = _offset_or_none(name)
+            if offset is None or (min_cleaned is not None and offset >= min_cleaned):
+                _log.info("Deleting invalid swap file %s (lowest .cleaned offset %s)", name, min_cleaned)
+                os.remove(os.path.join(self.dir, name))
+            else:
+                valid_swaps.append(name)
+        for name in cleaned:
+            _log.info("Deleting stray .cleaned file %s", name)
+            os.remove(os.path.join(self.dir, name))
+        if valid_swaps:
+            self._complete_swaps(valid_swaps)
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if not os.path.isfile(path):
+                continue
+            if name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX)):
                 try:
                     base = offset_from_file_name(name)
                 except ValueError:
@@ -96,6 +139,52 @@ class LogLoader:
                 if not os.path.exists(log_file(self.dir, base)):
                     _log.warning("Found an orphaned index file %s, with no corresponding log file.", path)
                     os.remove(path)
+
+    def _complete_swaps(self, swaps: list[str]) -> None:
+        """Finish (or undo, see the module docstring) an interrupted segment replacement."""
+        bases = sorted({_offset_or_none(n) for n in swaps if n.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX)})
+        intact = True
+        min_swap, max_swap = None, None
+        for base in bases:
+            seg = LogSegment.open(self.dir, base, self.config, self.clock, file_already_exists=True, suffix=SWAP_FILE_SUFFIX)
+            try:
+                if os.path.exists(seg.offset_index_path):
+                    try:
+                        seg.offset_index.sanity_check(seg.size())
+                    except CorruptIndexError as e:
+                        _log.warning("Swap segment %d has a bad offset index: %s", base, e)
+                        intact = False
+                if seg.recover(None) > 0:
+                    _log.warning("Swap segment %d holds invalid or partial batches", base)
+                    intact = False
+                next_offset = seg.read_next_offset()
+            finally:
+                seg.close()
+            min_swap = base if min_swap is None else min(min_swap, base)
+            max_swap = next_offset if max_swap is None else max(max_swap, next_offset)
+        replaced = []
+        if min_swap is not None:
+            for name in os.listdir(self.dir):
+                offset = _offset_or_none(name)
+                if (offset is not None and not name.endswith(SWAP_FILE_SUFFIX) and min_swap <= offset < max_swap
+                        and name.endswith(_SEGMENT_FILE_SUFFIXES)):
+                    replaced.append(name)
+        if not intact and any(n.endswith(LOG_FILE_SUFFIX) for n in replaced):
+            _log.warning("Undoing an interrupted compaction swap of %s: the swap files are damaged, the old segments are intact", self.dir)
+            for name in swaps:
+                os.remove(os.path.join(self.dir, name))
+            return
+        for name in replaced:
+            _log.info("Deleting segment file %s that was compacted but has not been deleted yet.", name)
+            os.remove(os.path.join(self.dir, name))
+        for name in swaps:
+            _log.info("Recovering file %s by renaming from %s files.", name, SWAP_FILE_SUFFIX)
+            os.replace(os.path.join(self.dir, name), os.path.join(self.dir, name[: -len(SWAP_FILE_SUFFIX)]))
+        fd = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _load_segment_files(self) -> None:
         names = sorted(n for n in os.listdir(self.dir) if n.endswith(LOG_FILE_SUFFIX))

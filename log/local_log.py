@@ -10,6 +10,14 @@ finds it), then its files are renamed with a ``.deleted`` suffix, then a ``delet
 removes them after ``file.delete.delay.ms`` so that reads in flight (which hold the open file
 descriptor) finish.  On restart, leftover ``*.deleted`` files are removed by the loader.
 
+Replacement (``replace_segments``, for the log cleaner) as Kafka's ``replaceSegments``: the new
+segments, written and fsynced as ``*.cleaned``, are renamed ``*.swap`` (highest base offset
+first), the directory is fsynced, they enter the map (a new segment takes the place of the old
+one with its base offset), the old segments are deleted as above, and the new files lose the
+``.swap`` suffix; the directory is fsynced again.  A crash at any point is resolved by the
+loader: with some ``.cleaned`` still there, the swap had not started and is rolled back;
+once every new segment is ``.swap``, it is completed (see loader.py).
+
 Who may call: ``Log`` only, under its lock.
 """
 
@@ -21,7 +29,14 @@ import os
 from log.clock import Clock
 from log.config import LogConfig
 from log.errors import KafkaStorageError, OffsetOutOfRangeError
-from log.files import DELETED_FILE_SUFFIX, log_file, offset_index_file, time_index_file
+from log.files import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    log_file,
+    offset_index_file,
+    time_index_file,
+)
 from log.scheduler import Scheduler
 from log.segment import LogSegment
 from log.segments import LogSegments
@@ -194,6 +209,31 @@ class LocalLog:
         for seg in to_delete:
             self.segments.remove(seg.base_offset)
         self.delete_segment_files(to_delete, async_delete)
+
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> list[LogSegment]:
+        """Swap ``new_segments`` (files ``*.cleaned``) in for ``old_segments``, crash-safely (see
+        the module docstring).  Old segments no longer in the map are skipped.  Returns the old
+        segments not replaced by a new one with the same base offset."""
+        new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
+        old_sorted = sorted((s for s in old_segments if self.segments.get(s.base_offset) is s),
+                            key=lambda s: s.base_offset)
+        for seg in reversed(new_sorted):
+            seg.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+        # the swap files must be durable before any old segment is renamed .deleted
+        _fsync_dir(self.dir)
+        for seg in reversed(new_sorted):
+            self.segments.add(seg)
+        new_bases = {s.base_offset for s in new_sorted}
+        deleted_not_replaced = []
+        for seg in old_sorted:
+            if seg.base_offset not in new_bases:
+                self.segments.remove(seg.base_offset)
+                deleted_not_replaced.append(seg)
+            self.delete_segment_files([seg], async_delete=True)
+        for seg in new_sorted:
+            seg.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+        _fsync_dir(self.dir)
+        return deleted_not_replaced
 
     def delete_segment_files(self, to_delete: list[LogSegment], async_delete: bool) -> None:
         for seg in to_delete:

@@ -18,8 +18,13 @@ Read path (``read``): OFFSET_OUT_OF_RANGE below the log start offset or above th
 starting with the batch that contains the offset, bounded by the HW (or LEO) and by
 ``max_bytes`` except that the first batch is always whole (KIP-74).
 
+Compaction: the log cleaner rewrites non-active segments elsewhere and swaps them in with
+``replace_segments``; ``truncations`` counts truncations so it can tell that the log changed
+under a cleaning (log_cleaner.py).
+
 Thread safety: mutations take ``self.lock`` (an RLock); reads take it only to snapshot the
-bounds.  Who may call: the broker (partition layer) and ``LogManager``.
+bounds.  Who may call: the broker (partition layer), ``LogManager`` and the log cleaner's
+commit, all on the log owner's thread.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class Log:
         self.producer_state_manager = producer_state_manager
         self.high_watermark_follows_log_end = high_watermark_follows_log_end
         self.log_start_offset = log_start_offset
+        self.truncations = 0  # bumped by every truncation; a cleaning that saw another value aborts
         self.high_watermark_metadata = LogOffsetMetadata(log_start_offset)
         first = local_log.segments.first_segment_base_offset()
         self.log_start_offset = max(log_start_offset, first if first is not None else 0)
@@ -193,7 +199,8 @@ class Log:
         with self.lock:
             self.local_log.check_if_memory_mapped_buffer_closed()
             now = self.clock.milliseconds()
-            result = validate_and_assign_offsets(records, self.log_end_offset, now, self.config, leader_epoch, origin)
+            result = validate_and_assign_offsets(records, self.log_end_offset, now, self.config, leader_epoch, origin,
+                                                 topic_partition=self.topic_partition)
             return self._append_validated(result, origin)
 
     def append_as_follower(self, records) -> LogAppendInfo:
@@ -442,6 +449,7 @@ class Log:
             if target_offset >= self.log_end_offset:
                 return False
             self.local_log.check_if_memory_mapped_buffer_closed()
+            self.truncations += 1
             first = self.segments.first_segment_base_offset()
             if first is not None and first > target_offset:
                 self.truncate_fully_and_start_at(target_offset)
@@ -456,11 +464,29 @@ class Log:
 
     def truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None = None) -> None:
         with self.lock:
+            self.truncations += 1
             self.local_log.truncate_fully_and_start_at(new_offset)
             self.producer_state_manager.truncate_fully_and_start_at(new_offset)
             self.log_start_offset = new_offset if log_start_offset is None else log_start_offset
             self.rebuild_producer_state(new_offset)
             self.high_watermark_metadata = self.log_end_offset_metadata
+
+    # ------------------------------------------------------------------ compaction
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
+        """Kafka's ``UnifiedLog.replaceSegments``: swap cleaned segments in (crash-safe, see
+        ``LocalLog.replace_segments``) and drop the producer snapshots of the old segments
+        that were not replaced."""
+        with self.lock:
+            self.local_log.check_if_memory_mapped_buffer_closed()
+            deleted = self.local_log.replace_segments(new_segments, old_segments)
+            self._delete_producer_snapshots(deleted, async_delete=True)
+
+    def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
+        """producer id -> (offset of its last data batch, or None if its last entry is a
+        transaction marker; its epoch): batches the cleaner must keep, even empty."""
+        with self.lock:
+            return {pid: (e.last_data_offset if e.last_data_offset >= 0 else None, e.producer_epoch)
+                    for pid, e in self.producer_state_manager.active_producers().items()}
 
     # ------------------------------------------------------------------ producer state
     def rebuild_producer_state(self, last_offset: int) -> None:

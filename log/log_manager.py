@@ -7,6 +7,7 @@ Directory layout of each log dir::
     <log.dir>/.kafka_cleanshutdown                present only after a clean shutdown
     <log.dir>/recovery-point-offset-checkpoint    "topic partition offset" per log
     <log.dir>/log-start-offset-checkpoint         idem
+    <log.dir>/cleaner-offset-checkpoint           first dirty offset of each compacted log
     <log.dir>/<topic>-<partition>/...             one Log each
     <log.dir>/<topic>-<partition>.<uuid>-delete/  a deleted partition waiting for removal
 
@@ -18,6 +19,14 @@ names and intervals: ``kafka-log-retention`` (log.retention.check.interval.ms, 5
 (log.flush.offset.checkpoint.interval.ms, 60 s), ``kafka-log-start-offset-checkpoint`` (60 s),
 ``kafka-delete-logs``.  Shutdown flushes and closes every log, writes both checkpoints and then
 the clean-shutdown marker.
+
+Compaction: with ``log.cleaner.enable`` (``CleanerConfig.enable_cleaner``), ``self.cleaner`` is
+a ``LogCleaner`` over ``self.logs`` and the log dirs (created by ``load_logs``); the broker
+drives it (log_cleaner.py).  Every log whose cleanup.policy contains ``compact`` is a
+candidate, ``__consumer_offsets`` included.  Retention runs on every log as before:
+cleanup.policy=compact,delete gets both, and a compact-only log still loses the segments below
+its log start offset (Kafka's cleaner thread does that deletion for compacted logs).
+Deleting a partition cancels its cleaning and drops it from the cleaner checkpoint.
 
 Who may call: the broker (composition root).  Not thread-safe across calls; each ``Log`` has
 its own lock for appends/reads.
@@ -39,7 +48,7 @@ from log.checkpoint import (
     OffsetCheckpointFile,
 )
 from log.clock import Clock
-from log.config import LogConfig, ProducerStateManagerConfig
+from log.config import CleanerConfig, LogConfig, ProducerStateManagerConfig
 from log.files import (
     DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX,
@@ -49,6 +58,7 @@ from log.files import (
     parse_topic_partition_name,
 )
 from log.log import Log
+from log.log_cleaner import LogCleaner
 from log.scheduler import Scheduler
 
 __all__ = ["LogManager"]
@@ -65,7 +75,8 @@ class LogManager:
                  flush_recovery_offset_checkpoint_ms: int = 60000, flush_start_offset_checkpoint_ms: int = 60000,
                  file_delete_delay_ms: int = 60000,
                  producer_state_config: ProducerStateManagerConfig | None = None,
-                 producer_id_expiration_check_ms: int = 600000) -> None:
+                 producer_id_expiration_check_ms: int = 600000,
+                 cleaner_config: CleanerConfig | None = None) -> None:
         if not log_dirs:
             raise ValueError("log.dirs is empty")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -84,6 +95,8 @@ class LogManager:
         self._lock_fds: dict[str, int] = {}
         self._tasks: list = []
         self.had_clean_shutdown: dict[str, bool] = {}
+        self.cleaner_config = cleaner_config or CleanerConfig()
+        self.cleaner: LogCleaner | None = None
 
     # ------------------------------------------------------------------ startup
     def startup(self) -> None:
@@ -143,6 +156,8 @@ class LogManager:
                                          producer_state_config=self.producer_state_config)
             # Kafka deletes the marker once the logs are loaded: a crash from now on is unclean
             marker.delete()
+        if self.cleaner is None and self.cleaner_config.enable_cleaner:
+            self.cleaner = LogCleaner(self.cleaner_config, self.log_dirs, self.logs, self.clock)
 
     @staticmethod
     def _read_checkpoint(d: str, name: str) -> dict[TopicPartition, int]:
@@ -209,6 +224,9 @@ class LogManager:
         log = self.logs.pop(tp, None)
         if log is None:
             return None
+        if self.cleaner is not None:
+            self.cleaner.abort_cleaning(tp)
+            self.cleaner.update_checkpoints(os.path.dirname(log.dir), remove=tp)
         log.close()
         new_dir = os.path.join(os.path.dirname(log.dir), log_delete_dir_name(*tp))
         os.rename(log.dir, new_dir)
@@ -262,6 +280,8 @@ class LogManager:
     def shutdown(self, broker_epoch: int = -1) -> None:
         for task in self._tasks:
             task.cancel()
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         for log in list(self.logs.values()):
             log.flush(force_flush_active_segment=True)
             log.close()

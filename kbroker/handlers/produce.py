@@ -10,7 +10,9 @@ LogValidator): exactly one magic-2 batch (else INVALID_RECORD); zstd needs v7+
 (Produce never creates topics); internal topics INVALID_TOPIC_EXCEPTION; then the log
 validates (CRC, sizes, max.message.bytes, timestamps, producer epoch and sequence) and
 appends.  A duplicate of one of an idempotent producer's last 5 batches is answered with
-the offset it was first written at.  The records are never decoded here: the batch header
+the offset it was first written at.  When the log rejects individual records (a keyless
+record on a compacted topic), v8+ names each one in ``record_errors`` (batch_index,
+batch_index_error_message), as Kafka's RecordValidationException does.  The records are never decoded here: the batch header
 is read in place and the frame's own bytes are patched (base offset, leader epoch) and
 written.  ``acks=0``: nothing is sent back.
 """
@@ -121,6 +123,10 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                 resp = _error(pd.index, e.error)
                 if v >= 8:
                     resp.error_message = str(e) or None
+                    resp.record_errors = [
+                        ProduceResponse.BatchIndexAndErrorMessage(
+                            batch_index=r.batch_index, batch_index_error_message=r.message)
+                        for r in e.record_errors]
                 partitions.append(resp)
                 continue
             partitions.append(PartitionResponse(

@@ -40,3 +40,42 @@ def reopen(log: Log, clean: bool, **kw) -> Log:
     return Log.open(log.dir, log.config, log.clock, log.scheduler, log_start_offset=log.log_start_offset,
                     recovery_point=log.recovery_point if clean else rp,
                     had_clean_shutdown=clean, **kw)
+
+
+# ---- compaction helpers
+
+COMPACT = LogConfig(segment_bytes=2048, segment_index_bytes=1024, index_interval_bytes=256,
+                    cleanup_policy=("compact",), min_cleanable_dirty_ratio=0.0)
+
+
+def keyed(records, ts: int = 1_700_000_000_000, **kw) -> bytearray:
+    """One batch of ``(key, value)`` pairs (str or bytes; value None = tombstone)."""
+    enc = [(k.encode() if isinstance(k, str) else k, v.encode() if isinstance(v, str) else v, None, ts)
+           for k, v in records]
+    return bytearray(build_batch(enc, **kw))
+
+
+def read_records(log: Log, start: int | None = None) -> list[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record from ``start`` (the log start offset) to the high
+    watermark, read through ``Log.read`` as a consumer would."""
+    from wire.record_batch import iter_batches
+
+    out = []
+    offset = log.log_start_offset if start is None else start
+    while offset < log.high_watermark:
+        data = log.read(offset, 1 << 20).records.read()
+        if not data:
+            break
+        for b in iter_batches(data):
+            for r in b:
+                if r.offset >= offset:
+                    out.append((r.offset, r.key, r.value))
+            offset = max(offset, b.next_offset)
+    return out
+
+
+def latest_per_key(records) -> dict[bytes | None, tuple[int, bytes | None]]:
+    out = {}
+    for offset, key, value in records:
+        out[key] = (offset, value)
+    return out

@@ -1,0 +1,377 @@
+"""Cleaner: the compaction algorithm of one cleaning, on a snapshot of a log (Kafka's ``Cleaner``).
+
+Input: a :class:`CleaningPlan`, taken on the log owner's thread (``log_cleaner.LogCleaner``):
+the log's non-active segments below the first uncleanable offset as :class:`SourceSegment`
+(each with its *own* duplicated file descriptor, size, mtime and index sizes), the first dirty
+and first uncleanable offsets, the topic config, the time of the cleaning and the last batch
+of each active producer.  Output: new segments written next to the log's files with the
+``.cleaned`` suffix, one per group of source segments, flushed to disk, plus the offset up to
+which the log is now clean (:class:`CleanerOutput`).  Nothing here touches the ``Log`` or its
+``LogSegment`` objects, so :meth:`Cleaner.clean` may run in a worker thread while the owner
+keeps appending, reading, rolling and deleting; the owner decides afterwards whether the
+output still applies (``CleaningJob.commit``).
+
+Steps, as Kafka's ``doClean``:
+
+1. **offset map** over the dirty section ``[first dirty, first uncleanable)``: for every
+   record with a key, key -> latest offset (``SkimpyOffsetMap``).  If the map fills up, the
+   cleaning stops at the last offset mapped: ``end_offset = map.latest_offset + 1``;
+2. **groups**: the segments below ``end_offset`` (clean and dirty ones), grouped so that each
+   group's log, offset-index and time-index sizes stay within segment.bytes /
+   segment.index.bytes and its offsets within an int32 of its first base offset
+   (``groupSegmentsBySize``);
+3. **rewrite** each group into one ``<first base>.log.cleaned`` (+ ``.index.cleaned``,
+   ``.timeindex.cleaned``), batch by batch through ``batch_filter.filter_batch``.  A record
+   is kept if it lies past the mapped range, or it is its key's latest record and it has a
+   value or is a tombstone whose batch has no delete horizon yet or one still in the future.
+   Keyless records are dropped (a compacted topic refuses them; older ones are invalid).
+   Batches are kept empty when they hold an active producer's last sequence or end the
+   cleaning round (Kafka's RETAIN_EMPTY cases); control batches are kept whole (no
+   transaction index yet, so no marker is ever known to be removable).  Offsets are kept, so
+   gaps appear.  The cleaned segment's indexes are built by ``LogSegment.append`` as Kafka's
+   are (one entry per index.interval.bytes), plus one offset-index entry for the last batch:
+   a ``.swap`` cut short later fails the loader's index check instead of passing as shorter
+   data (see loader.py).  Each cleaned segment is fsynced and gets the mtime of its group's
+   last segment.
+
+I/O: source segments are read with ``pread`` in ``io_buffer_size`` chunks (a batch larger
+than a chunk is read whole); reads and writes are paced by the shared ``Throttler``;
+``check_done`` is called per chunk and raises :class:`LogCleaningAbortedError` to stop early.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from log.batch_filter import BatchRetention, filter_batch
+from log.clock import Clock
+from log.config import LogConfig
+from log.errors import CorruptRecordError
+from log.files import CLEANED_FILE_SUFFIX, log_file, offset_index_file, time_index_file
+from log.offset_map import SkimpyOffsetMap
+from log.raw_records import batch_records, scan
+from log.segment import LogSegment
+from log.throttler import Throttler
+from wire.batch_header import (
+    CONTROL_BIT,
+    DELETE_HORIZON_BIT,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    parse_header,
+)
+
+__all__ = ["Cleaner", "CleanerOutput", "CleanerStats", "CleaningPlan", "LastRecord",
+           "LogCleaningAbortedError", "SourceSegment", "group_segments_by_size"]
+
+_INT32_MAX = (1 << 31) - 1
+
+
+class LogCleaningAbortedError(Exception):
+    """The cleaning was cancelled (or its source changed under it); nothing is swapped in."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSegment:
+    """One segment as the cleaner sees it: captured on the owner's thread, used off it.
+    ``fd`` is a ``dup`` of the segment's ``.log`` descriptor: it stays valid even if the
+    segment is renamed ``.deleted`` and closed meanwhile.  Sizes are bytes."""
+
+    base_offset: int
+    fd: int
+    size: int
+    last_modified: int  # epoch ms
+    offset_index_size: int
+    time_index_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class LastRecord:
+    """An active producer's last batch (Kafka's ``LastRecord``): its last data offset, or
+    None when the producer's last entry in the log is a transaction marker."""
+
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningPlan:
+    dir: str
+    topic_partition: tuple[str, int]
+    config: LogConfig
+    clock: Clock
+    now_ms: int  # "current time" of this cleaning: delete horizons are set and compared with it
+    first_dirty_offset: int
+    first_uncleanable_offset: int  # a segment base offset, <= the active segment's
+    sources: tuple[SourceSegment, ...]  # every segment with base < first_uncleanable_offset
+    last_records_of_producers: dict[int, LastRecord] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    """Kafka's ``CleanerStats``: what one cleaning read and wrote (bytes, messages)."""
+
+    bytes_read: int = 0
+    bytes_written: int = 0
+    map_bytes_read: int = 0
+    map_messages_read: int = 0
+    messages_read: int = 0
+    messages_written: int = 0
+    invalid_messages_read: int = 0
+    buffer_utilization: float = 0.0
+    start_s: float = field(default_factory=time.perf_counter)
+    map_done_s: float = 0.0
+    end_s: float = 0.0
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.end_s or time.perf_counter()) - self.start_s
+
+
+@dataclass(slots=True)
+class CleanerOutput:
+    end_offset: int  # the log is clean below this offset once the groups are swapped in
+    groups: list[tuple[tuple[SourceSegment, ...], LogSegment]]  # sources -> their .cleaned segment
+    stats: CleanerStats
+
+
+def group_segments_by_size(segments: list[SourceSegment], max_size: int, max_index_size: int,
+                           first_uncleanable_offset: int) -> list[list[SourceSegment]]:
+    """Kafka's ``groupSegmentsBySize``: consecutive segments whose summed log, offset-index and
+    time-index sizes stay within the limits and whose offsets fit an int32 from the group's
+    first base offset (estimated by the next segment's base, or the first uncleanable offset
+    for the last segment)."""
+    grouped: list[list[SourceSegment]] = []
+    i = 0
+    while i < len(segments):
+        first = segments[i]
+        group = [first]
+        log_size, index_size, time_index_size = first.size, first.offset_index_size, first.time_index_size
+        i += 1
+        while i < len(segments):
+            seg = segments[i]
+            last_offset = segments[i + 1].base_offset - 1 if i + 1 < len(segments) else first_uncleanable_offset - 1
+            if not (log_size + seg.size <= max_size
+                    and index_size + seg.offset_index_size <= max_index_size
+                    and time_index_size + seg.time_index_size <= max_index_size
+                    and (seg.size == 0 or last_offset - first.base_offset <= _INT32_MAX)):
+                break
+            group.append(seg)
+            log_size += seg.size
+            index_size += seg.offset_index_size
+            time_index_size += seg.time_index_size
+            i += 1
+        grouped.append(group)
+    return grouped
+
+
+def create_new_cleaned_segment(dir_: str, config: LogConfig, base_offset: int, clock: Clock) -> LogSegment:
+    """A fresh ``<base>.log.cleaned`` segment; leftovers of an earlier attempt are removed first."""
+    for path in (log_file(dir_, base_offset, CLEANED_FILE_SUFFIX), offset_index_file(dir_, base_offset, CLEANED_FILE_SUFFIX),
+                 time_index_file(dir_, base_offset, CLEANED_FILE_SUFFIX)):
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+    return LogSegment.open(dir_, base_offset, config, clock, suffix=CLEANED_FILE_SUFFIX)
+
+
+class Cleaner:
+    """One cleaner (Kafka's ``Cleaner``; one per cleaner "thread"): owns an offset map, so
+    only one cleaning at a time may use it."""
+
+    def __init__(self, cleaner_id: int, offset_map: SkimpyOffsetMap, io_buffer_size: int, max_message_size: int,
+                 dedupe_buffer_load_factor: float, throttler: Throttler | None = None) -> None:
+        if offset_map.slots * dedupe_buffer_load_factor <= 1:
+            raise ValueError("offset map is too small to fit in even a single message, so log cleaning will never "
+                             "make progress. You can increase log.cleaner.dedupe.buffer.size or decrease log.cleaner.threads")
+        self.id = cleaner_id
+        self.offset_map = offset_map
+        self.io_buffer_size = io_buffer_size
+        self.max_message_size = max_message_size
+        self.dedupe_buffer_load_factor = dedupe_buffer_load_factor
+        self.throttler = throttler
+
+    # ------------------------------------------------------------------ entry point
+    def clean(self, plan: CleaningPlan, check_done: Callable[[], None] = lambda: None) -> CleanerOutput:
+        """Build the offset map and write the ``.cleaned`` segments; see the module docstring.
+        On any exception the ``.cleaned`` files written so far are removed."""
+        stats = CleanerStats()
+        self.build_offset_map(plan, stats, check_done)
+        end_offset = max(self.offset_map.latest_offset + 1, plan.first_dirty_offset)
+        stats.map_done_s = time.perf_counter()
+        segments = [s for s in plan.sources if s.base_offset < end_offset]
+        groups = group_segments_by_size(segments, plan.config.segment_bytes, plan.config.max_index_size,
+                                        plan.first_uncleanable_offset)
+        out: list[tuple[tuple[SourceSegment, ...], LogSegment]] = []
+        try:
+            for group in groups:
+                out.append((tuple(group), self.clean_segments(plan, group, stats, check_done)))
+        except BaseException:
+            for _, cleaned in out:
+                cleaned.delete_if_exists()
+            raise
+        stats.buffer_utilization = self.offset_map.utilization()
+        stats.end_s = time.perf_counter()
+        return CleanerOutput(end_offset, out, stats)
+
+    # ------------------------------------------------------------------ reading
+    def _batches(self, src: SourceSegment, check_done: Callable[[], None]) -> Iterator[tuple[bytes, int, BatchHeader]]:
+        """(buffer, position in it, header) of every whole batch of ``src``, chunk by chunk."""
+        pos = 0
+        while pos < src.size:
+            check_done()
+            n = min(self.io_buffer_size, src.size - pos)
+            buf = os.pread(src.fd, n, pos)
+            if len(buf) < n:
+                raise LogCleaningAbortedError(f"segment {src.base_offset} shrank under the cleaner")
+            off = 0
+            while len(buf) - off >= HEADER_SIZE:
+                h = parse_header(buf, off)
+                if h.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+                    raise CorruptRecordError(f"Record batch size {h.batch_length + LOG_OVERHEAD} is smaller than the "
+                                             f"minimum allowed overhead at position {pos + off} of segment {src.base_offset}")
+                size = h.batch_length + LOG_OVERHEAD
+                if off + size > len(buf):
+                    break
+                yield buf, off, h
+                off += size
+            if off == 0:
+                if src.size - pos < HEADER_SIZE:
+                    return  # a partial header at the very end: not a batch
+                # the next batch is larger than a chunk: read it whole (Kafka grows its buffers)
+                h = parse_header(os.pread(src.fd, HEADER_SIZE, pos))
+                size = h.batch_length + LOG_OVERHEAD
+                if size > src.size - pos:
+                    raise CorruptRecordError(f"Log segment may be corrupt, batch size {size} > {src.size - pos} bytes "
+                                             f"left in segment {src.base_offset} at position {pos}")
+                buf = os.pread(src.fd, size, pos)
+                if len(buf) < size:
+                    raise LogCleaningAbortedError(f"segment {src.base_offset} shrank under the cleaner")
+                yield buf, 0, h
+                off = size
+            if self.throttler is not None:
+                self.throttler.maybe_throttle(off)
+            pos += off
+
+    # ------------------------------------------------------------------ step 1: offset map
+    def build_offset_map(self, plan: CleaningPlan, stats: CleanerStats, check_done: Callable[[], None]) -> None:
+        """Kafka's ``buildOffsetMap`` over the segments overlapping [first dirty, first uncleanable)."""
+        start, end = plan.first_dirty_offset, plan.first_uncleanable_offset
+        self.offset_map.clear()
+        sources = plan.sources
+        dirty = [(s, sources[i + 1].base_offset if i + 1 < len(sources) else end)
+                 for i, s in enumerate(sources)
+                 if s.base_offset < end and (i + 1 == len(sources) or sources[i + 1].base_offset > start)]
+        for i, (seg, _) in enumerate(dirty):
+            next_start = dirty[i + 1][0].base_offset if i + 1 < len(dirty) else end
+            if self._build_offset_map_for_segment(seg, start, next_start, stats, check_done):
+                break
+
+    def _build_offset_map_for_segment(self, seg: SourceSegment, start: int, next_segment_start: int,
+                                      stats: CleanerStats, check_done: Callable[[], None]) -> bool:
+        """Add the keys of ``seg`` at offsets >= ``start``; True when the map filled up."""
+        m = self.offset_map
+        max_desired = int(m.slots * self.dedupe_buffer_load_factor)
+        for buf, off, h in self._batches(seg, check_done):
+            last_offset = h.base_offset + h.last_offset_delta
+            stats.map_bytes_read += h.batch_length + LOG_OVERHEAD
+            if last_offset < start:
+                continue
+            if h.attributes & CONTROL_BIT:  # control batch: markers carry no key to compact
+                stats.map_messages_read += 1
+            else:
+                base = h.base_offset
+                for r in scan(batch_records(buf, off, h), h.record_count):
+                    offset = base + r.offset_delta
+                    if r.key is not None and offset >= start:
+                        if m.size < max_desired:
+                            m.put(r.key, offset)
+                        else:
+                            return True
+                    stats.map_messages_read += 1
+            m.update_latest_offset(last_offset)
+        # offsets may have gaps: the map covers everything up to the next segment
+        m.update_latest_offset(next_segment_start - 1)
+        return False
+
+    # ------------------------------------------------------------------ step 3: rewrite
+    def clean_segments(self, plan: CleaningPlan, group: list[SourceSegment], stats: CleanerStats,
+                       check_done: Callable[[], None]) -> LogSegment:
+        """One group -> one flushed ``.cleaned`` segment based at the group's first offset."""
+        cleaned = create_new_cleaned_segment(plan.dir, plan.config, group[0].base_offset, plan.clock)
+        try:
+            last_batch: tuple[int, int] | None = None  # (last offset, position) of the last batch written
+            for src in group:
+                written = self._clean_into(plan, src, cleaned, stats, check_done)
+                if written is not None:
+                    last_batch = written
+            if last_batch is not None:
+                index = cleaned.offset_index
+                if (index.entries == 0 or index.last_offset < last_batch[0]) and not index.is_full():
+                    index.append(*last_batch)
+            cleaned.on_become_inactive_segment()
+            cleaned.flush()
+            cleaned.set_last_modified(group[-1].last_modified)
+        except BaseException:
+            cleaned.delete_if_exists()
+            raise
+        return cleaned
+
+    def _clean_into(self, plan: CleaningPlan, src: SourceSegment, dest: LogSegment, stats: CleanerStats,
+                    check_done: Callable[[], None]) -> tuple[int, int] | None:
+        """Copy what ``src`` keeps into ``dest``; returns (last offset, position) of the last
+        batch written, if any."""
+        m = self.offset_map
+        latest = m.latest_offset
+        get = m.get
+        now = plan.now_ms
+        new_horizon = now + plan.config.delete_retention_ms
+        upper_bound = plan.first_uncleanable_offset
+        producers = plan.last_records_of_producers
+        last_written = None
+
+        def keep_control(offset: int, key: bytes | None, has_value: bool) -> bool:
+            return True
+
+        for buf, off, h in self._batches(src, check_done):
+            stats.bytes_read += h.batch_length + LOG_OVERHEAD
+            is_control = bool(h.attributes & CONTROL_BIT)
+            last_offset = h.base_offset + h.last_offset_delta
+            # Kafka's checkBatchRetention.  Without a transaction index no batch is known to
+            # be aborted and no marker to be removable, so nothing is discarded wholesale.
+            last = producers.get(h.producer_id) if h.producer_id >= 0 else None
+            if last is not None and (last_offset == last.last_data_offset if last.last_data_offset is not None
+                                     else is_control and h.producer_epoch == last.producer_epoch):
+                retention = BatchRetention.RETAIN_EMPTY  # holds the producer's last sequence/epoch
+            elif last_offset + 1 == upper_bound:
+                retention = BatchRetention.RETAIN_EMPTY  # keeps the round's last offset known
+            else:
+                retention = BatchRetention.DELETE_EMPTY
+            if is_control:
+                retain = keep_control
+            else:
+                retain_deletes = not (h.attributes & DELETE_HORIZON_BIT) or now < h.base_timestamp
+
+                def retain(offset: int, key: bytes | None, has_value: bool, _retain_deletes=retain_deletes) -> bool:
+                    if offset > latest:
+                        return True  # past the mapped range: not cleaned this round
+                    if key is None:
+                        stats.invalid_messages_read += 1
+                        return False
+                    return offset >= get(key) and (has_value or _retain_deletes)
+
+            result = filter_batch(buf, off, h, retention, retain, new_horizon)
+            stats.messages_read += result.records_read
+            if result.data is not None:
+                position = dest.size()
+                dest.append(result.last_offset, result.max_timestamp, result.last_offset, result.data)
+                last_written = (result.last_offset, position)
+                stats.messages_written += result.records_retained
+                stats.bytes_written += len(result.data)
+                if self.throttler is not None:
+                    self.throttler.maybe_throttle(len(result.data))
+        return last_written
