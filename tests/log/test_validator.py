@@ -85,3 +85,30 @@ def test_a_partial_trailing_batch_is_dropped_but_no_batch_at_all_is_corrupt():
     assert len(res.records) == len(whole)
     with pytest.raises(CorruptRecordError):
         validate_and_assign_offsets(batch()[:40], 0, NOW, CFG)
+
+
+def test_every_keyless_record_on_a_compacted_topic_is_reported_with_its_index_in_the_batch():
+    from wire.record_batch import build_batch
+
+    buf = bytearray(build_batch([(b"k", b"v", None, NOW), (None, b"v", None, NOW), (b"k", b"v", None, NOW),
+                                 (None, None, None, NOW)]))
+    with pytest.raises(InvalidRecordError) as e:
+        validate_and_assign_offsets(buf, 0, NOW, replace(CFG, cleanup_policy=("compact", "delete")),
+                                    topic_partition=("t", 3))
+    assert e.value.error == ErrorCode.INVALID_RECORD
+    assert [(r.batch_index, r.message) for r in e.value.record_errors] == [
+        (1, "Compacted topic cannot accept message without key in topic partition t-3"),
+        (3, "Compacted topic cannot accept message without key in topic partition t-3")]
+    assert str(e.value) == (
+        "One or more records have been rejected due to 2 record errors in total, and only showing the first "
+        "three errors at most: [RecordError(batchIndex=1, message='Compacted topic cannot accept message without "
+        "key in topic partition t-3'), RecordError(batchIndex=3, message='Compacted topic cannot accept message "
+        "without key in topic partition t-3')]")
+
+
+def test_keyless_records_are_fine_on_a_delete_topic_and_keyed_ones_on_a_compacted_topic():
+    from wire.record_batch import build_batch
+
+    validate_and_assign_offsets(bytearray(build_batch([(None, b"v", None, NOW)])), 0, NOW, CFG)
+    validate_and_assign_offsets(bytearray(build_batch([(b"k", None, None, NOW)])), 0, NOW,
+                                replace(CFG, cleanup_policy=("compact",)))
