@@ -3,7 +3,14 @@ defaults and validators."""
 
 import pytest
 
-from log.config import CLEANER_DEFAULTS, DEFAULTS, LONG_MAX, SERVER_SYNONYMS, CleanerConfig, LogConfig
+from log.config import (
+    CLEANER_DEFAULTS,
+    DEFAULTS,
+    LONG_MAX,
+    SERVER_SYNONYMS,
+    CleanerConfig,
+    LogConfig,
+)
 
 
 def test_compaction_topic_configs_have_kafkas_defaults_and_broker_synonyms():
