@@ -80,13 +80,13 @@ def filter_batch(buf, pos: int, h: BatchHeader, retention: BatchRetention, retai
     size = h.batch_length + LOG_OVERHEAD
     if retention is BatchRetention.DELETE:
         return FilteredBatch(None, h.last_offset, h.max_timestamp, 0, 0)
-    data = batch_records(buf, pos, h)
+    data, start, end = batch_records(buf, pos, h)
     base_offset = h.base_offset
     kept = []
     all_kept = True
     tombstones = False
     read = 0
-    for r in scan(data, h.record_count):
+    for r in scan(data, h.record_count, start, end):
         read += 1
         if retain(base_offset + r.offset_delta, r.key, r.has_value):
             kept.append(r)

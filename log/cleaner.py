@@ -285,7 +285,8 @@ class Cleaner:
                 stats.map_messages_read += 1
             else:
                 base = h.base_offset
-                for r in scan(batch_records(buf, off, h), h.record_count):
+                data, start_pos, end_pos = batch_records(buf, off, h)
+                for r in scan(data, h.record_count, start_pos, end_pos):
                     offset = base + r.offset_delta
                     if r.key is not None and offset >= start:
                         if m.size < max_desired:

@@ -24,6 +24,7 @@ Who may call: one cleaner at a time (not thread-safe; each cleaner owns its map)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 __all__ = ["BYTES_PER_ENTRY", "SkimpyOffsetMap"]
@@ -35,21 +36,16 @@ class SkimpyOffsetMap:
     def __init__(self, memory: int, hash_algorithm: str = "md5") -> None:
         hashlib.new(hash_algorithm)  # ValueError now for an unknown name, not mid-clean
         self.hash_algorithm = hash_algorithm
+        # key -> hash object; called once per record twice per cleaning, so no extra layer
+        self._hash = hashlib.md5 if hash_algorithm == "md5" else functools.partial(hashlib.new, hash_algorithm)
         self.memory = memory
         self.slots = memory // BYTES_PER_ENTRY
         self._map: dict[bytes, int] = {}
         self._latest_offset = -1
-        self.lookups = 0
-
-    def _digest(self, key: bytes) -> bytes:
-        if self.hash_algorithm == "md5":
-            return hashlib.md5(key, usedforsecurity=False).digest()
-        return hashlib.new(self.hash_algorithm, key, usedforsecurity=False).digest()
 
     def put(self, key: bytes, offset: int) -> None:
         """Map ``key`` to ``offset`` (overwriting); ValueError when a new key finds no slot."""
-        digest = self._digest(key)
-        self.lookups += 1
+        digest = self._hash(key).digest()
         if digest not in self._map and len(self._map) >= self.slots:
             raise ValueError(f"Attempted to add a new entry to a full offset map, entries: {len(self._map)}, slots: {self.slots}")
         self._map[digest] = offset
@@ -57,8 +53,7 @@ class SkimpyOffsetMap:
 
     def get(self, key: bytes) -> int:
         """The offset stored for ``key``, or -1."""
-        self.lookups += 1
-        return self._map.get(self._digest(key), -1)
+        return self._map.get(self._hash(key).digest(), -1)
 
     def update_latest_offset(self, offset: int) -> None:
         self._latest_offset = offset
@@ -77,7 +72,6 @@ class SkimpyOffsetMap:
     def clear(self) -> None:
         self._map = {}
         self._latest_offset = -1
-        self.lookups = 0
 
     def utilization(self) -> float:
         """Fraction of the slots in use (Kafka's ``OffsetMap.utilization``)."""

@@ -7,8 +7,9 @@ the byte span to copy a kept record unchanged.  Record layout (wire/record_batch
     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
     keyLength varint | key | valueLength varint | value | headerCount varint | headers
 
-:func:`batch_records` returns the (decompressed) records area of a batch; :func:`scan` walks
-it and yields :class:`RawRecord`: offsetDelta, timestampDelta, key, whether the value is
+:func:`batch_records` locates the records area of a batch (in the read buffer itself when
+uncompressed, so nothing is copied; else the decompressed bytes); :func:`scan` walks it and
+yields :class:`RawRecord`: offsetDelta, timestampDelta, key, whether the value is
 present (a null value is a tombstone), and the positions of the fields after the timestamp
 (``rest``) and of the record's start and end, so a kept record can be re-emitted with a new timestamp
 delta by copying ``data[rest:end]``.  Value and headers are skipped using the record length.
@@ -41,29 +42,36 @@ class RawRecord(NamedTuple):
     end: int  # position after the record
 
 
-def batch_records(buf, pos: int, h: BatchHeader,
-                  max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
-    """The records area of the batch at ``buf[pos:]`` (header ``h``), decompressed."""
-    body = memoryview(buf)[pos + HEADER_SIZE : pos + LOG_OVERHEAD + h.batch_length]
+def batch_records(buf: bytes, pos: int, h: BatchHeader,
+                  max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> tuple[bytes, int, int]:
+    """(data, start, end): the records area of the batch at ``buf[pos:]`` (header ``h``) is
+    ``data[start:end]`` - ``buf`` itself for an uncompressed batch, else its decompression."""
+    end = pos + LOG_OVERHEAD + h.batch_length
     if not h.compression:
-        return bytes(body)
+        return buf, pos + HEADER_SIZE, end
     try:
-        return decompress(h.compression, body, max_decompressed_bytes)
+        data = decompress(h.compression, memoryview(buf)[pos + HEADER_SIZE : end], max_decompressed_bytes)
     except DecodeError as e:
         raise CorruptRecordError(f"cannot decompress record batch at offset {h.base_offset}: {e}") from None
+    return data, 0, len(data)
 
 
-def scan(data: bytes, count: int) -> Iterator[RawRecord]:
-    """The ``count`` records in ``data`` (a batch's records area), in order."""
-    pos = 0
-    n = len(data)
+def scan(data: bytes, count: int, pos: int = 0, n: int | None = None) -> Iterator[RawRecord]:
+    """The ``count`` records in ``data[pos:n]`` (a batch's records area), in order."""
+    if n is None:
+        n = len(data)
     try:
         for _ in range(count):
             start = pos
+            # one- and two-byte varints inline: lengths of records up to 8 KiB
             b = data[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (u >> 1) ^ -(u & 1)
+                pos += 2
             else:
                 length, pos = decode_varint(data, pos)
             end = pos + length
@@ -98,6 +106,9 @@ def scan(data: bytes, count: int) -> Iterator[RawRecord]:
             b = data[p]
             if b < 0x80:
                 value_len = (b >> 1) ^ -(b & 1)
+            elif data[p + 1] < 0x80:
+                u = (b & 0x7F) | (data[p + 1] << 7)
+                value_len = (u >> 1) ^ -(u & 1)
             else:
                 value_len, _ = decode_varint(data, p)
             yield RawRecord(offset_delta, ts_delta, key, value_len >= 0, attributes, start, rest, end)
