@@ -1,4 +1,4 @@
-"""log: Kafka's segment/index storage engine (issue 3).
+"""log: Kafka's segment/index storage engine, with compaction (issues 3 and 6).
 
 Theory of operation
 -------------------
@@ -20,9 +20,17 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
 * ``LogSegments`` / ``LogSegment`` (segments.py, segment.py), ``FileRecords``
   (file_records.py), ``OffsetIndex`` / ``TimeIndex`` (index.py).
 * ``ProducerStateManager`` (producer_state.py): idempotent producers, ``.snapshot`` files.
+* Compaction, Kafka's log cleaner: ``LogCleaner`` / ``CleaningJob`` (log_cleaner.py) drive it
+  as grab (owner thread) -> prepare (any thread) -> commit (owner thread); ``LogCleanerManager``
+  (cleaner_manager.py) picks the dirtiest log and keeps ``cleaner-offset-checkpoint``;
+  ``Cleaner`` (cleaner.py) builds the ``SkimpyOffsetMap`` (offset_map.py) and rewrites segment
+  groups into ``.cleaned`` files through ``filter_batch`` (batch_filter.py, Kafka's
+  ``MemoryRecords.filterTo``; record scanning in raw_records.py), paced by the ``Throttler``
+  (throttler.py); ``Log.replace_segments`` swaps them in (``.cleaned`` -> ``.swap`` -> old
+  ``.deleted`` -> final names) and the loader completes or undoes a swap cut by a crash.
 * ``validate_and_assign_offsets`` (validator.py): Kafka's LogValidator, a pure function.
 * checkpoint.py (text checkpoints, meta.properties, clean-shutdown marker), config.py
-  (``LogConfig`` with Kafka's topic-config names and defaults), files.py (naming),
+  (``LogConfig`` with Kafka's topic-config names and defaults, ``CleanerConfig``), files.py (naming),
   types.py (frozen value types), errors.py (Kafka
   error names), clock.py / scheduler.py (injected time, cooperative tasks).
 
@@ -31,16 +39,21 @@ Rules
 * No networking and no event loop: no asyncio/uvloop/socket/selectors/ssl (import-linter).
   log/ may import ``wire`` (record-batch view, compression) and nothing above it.
 * Time comes from an injected ``Clock``; background work is queued on a ``Scheduler`` that the
-  owner runs; log/ starts no threads.
+  owner runs; log/ starts no threads.  Its objects belong to one owner thread; the one piece
+  of work meant for another thread is ``CleaningJob.prepare``, which reads only a snapshot
+  (duplicated file descriptors of immutable segments) and writes only new ``.cleaned`` files.
 * The hot path treats batches as opaque bytes: append validates headers and CRC, patches
   baseOffset/partitionLeaderEpoch in place and writes; records are decoded only for
-  compacted-topic key checks and inside the one batch a by-timestamp lookup lands in.
+  compacted-topic key checks, inside the one batch a by-timestamp lookup lands in, and by the
+  cleaner.
 * Reads return ``RecordsSlice`` handles (fd, position, length) of whole stored batches, the
   first always whole (KIP-74), for ``sendfile``; ``.read()`` gives bytes.
 * Errors a client must see are ``log.errors.LogError`` subclasses; ``exc.error`` is the
   ``wire.error_codes.ErrorCode`` the broker answers with.
 
 Deliberately not done (yet): transactions (no ``.txnindex``, no LSO, markers only end the
-producer's ongoing transaction), log compaction, leader-epoch cache, tiered storage,
-recompression for ``compression.type`` != producer, message format down-conversion.
+producer's ongoing transaction; so the cleaner never drops aborted data or transaction
+markers, it keeps control batches whole), leader-epoch cache, tiered storage, recompression
+for ``compression.type`` != producer, message format down-conversion, splitting segments whose
+offsets overflow an int32 (the cleaner's grouping never creates one).
 """

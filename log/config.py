@@ -142,7 +142,9 @@ class LogConfig:
     or :meth:`from_properties` with Kafka names.  Invariants checked in ``__post_init__``:
     segment.index.bytes >= 8 (one offset-index entry); message.timestamp.type is CreateTime or
     LogAppendTime; cleanup.policy is a subset of {delete, compact}; compression.type is one of
-    Kafka's; the other numbers respect Kafka's lower bounds (retention.ms >= -1, ...)."""
+    Kafka's; min.cleanable.dirty.ratio is in [0, 1]; min.compaction.lag.ms <=
+    max.compaction.lag.ms; the other numbers respect Kafka's lower bounds (retention.ms >= -1,
+    ...)."""
 
     segment_bytes: int = DEFAULTS["segment.bytes"]  # type: ignore[assignment]
     segment_ms: int = DEFAULTS["segment.ms"]  # type: ignore[assignment]

@@ -193,3 +193,32 @@ def test_commit_before_prepare_aborts_and_a_job_cannot_be_committed_twice(tmp_pa
     except RuntimeError:
         pass
     assert cleaner.clean_once().committed
+
+
+def test_a_paused_log_is_skipped_until_resumed(tmp_path):
+    log, cleaner = _setup(tmp_path)
+    _fill(log, 80)
+    log.roll()
+    cleaner.manager.pause(log.topic_partition)
+    cleaner.manager.pause(log.topic_partition)
+    assert cleaner.clean_once() is None
+    cleaner.manager.resume(log.topic_partition)
+    assert cleaner.clean_once() is None  # paused twice, resumed once
+    cleaner.manager.resume(log.topic_partition)
+    assert cleaner.clean_once().committed
+
+
+def test_a_truncation_below_the_checkpoint_moves_the_checkpoint_back(tmp_path):
+    log, cleaner = _setup(tmp_path)
+    _fill(log, 80)
+    log.roll()
+    end = cleaner.clean_once().end_offset
+    target = end - 20
+    log.truncate_to(target)
+    cleaner.maybe_truncate_checkpoint(log, target)
+    assert cleaner.cleaner_checkpoints() == {log.topic_partition: target}
+    _fill(log, 80, start=500)
+    log.roll()
+    expected = _model(log)
+    assert cleaner.clean_once().committed
+    assert _model(log) == expected and len(read_records(log)) == len(expected)
