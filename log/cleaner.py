@@ -26,9 +26,13 @@ Steps, as Kafka's ``doClean``:
    value or is a tombstone whose batch has no delete horizon yet or one still in the future.
    Keyless records are dropped (a compacted topic refuses them; older ones are invalid).
    Batches are kept empty when they hold an active producer's last sequence or end the
-   cleaning round (Kafka's RETAIN_EMPTY cases); control batches are kept whole (no
-   transaction index yet, so no marker is ever known to be removable).  Offsets are kept, so
-   gaps appear.  The cleaned segment's indexes are built by ``LogSegment.append`` as Kafka's
+   cleaning round (Kafka's RETAIN_EMPTY cases) and, unlike Kafka, when they end a group: a
+   cleaned segment then always ends at its group's last offset, which is how the loader tells
+   which old segments a ``.swap`` replaces after a crash (from the swap's base to its next
+   offset; a shorter swap would leave some of them in place beside it).  Such an empty batch
+   costs 61 bytes and goes at a later cleaning where it no longer ends a group.  Control
+   batches are kept whole (no transaction index yet, so no marker is ever known to be
+   removable).  Offsets are kept, so gaps appear.  The cleaned segment's indexes are built by ``LogSegment.append`` as Kafka's
    are (one entry per index.interval.bytes), plus one offset-index entry for the last batch:
    a ``.swap`` cut short later fails the loader's index check instead of passing as shorter
    data (see loader.py).  Each cleaned segment is fsynced and gets the mtime of its group's
@@ -219,8 +223,9 @@ class Cleaner:
         return CleanerOutput(end_offset, out, stats)
 
     # ------------------------------------------------------------------ reading
-    def _batches(self, src: SourceSegment, check_done: Callable[[], None]) -> Iterator[tuple[bytes, int, BatchHeader]]:
-        """(buffer, position in it, header) of every whole batch of ``src``, chunk by chunk."""
+    def _batches(self, src: SourceSegment, check_done: Callable[[], None]) -> Iterator[tuple[bytes, int, BatchHeader, int]]:
+        """(buffer, position in it, header, position in the file) of every whole batch of
+        ``src``, chunk by chunk."""
         pos = 0
         while pos < src.size:
             check_done()
@@ -237,7 +242,7 @@ class Cleaner:
                 size = h.batch_length + LOG_OVERHEAD
                 if off + size > len(buf):
                     break
-                yield buf, off, h
+                yield buf, off, h, pos + off
                 off += size
             if off == 0:
                 if src.size - pos < HEADER_SIZE:
@@ -251,7 +256,7 @@ class Cleaner:
                 buf = os.pread(src.fd, size, pos)
                 if len(buf) < size:
                     raise LogCleaningAbortedError(f"segment {src.base_offset} shrank under the cleaner")
-                yield buf, 0, h
+                yield buf, 0, h, pos
                 off = size
             if self.throttler is not None:
                 self.throttler.maybe_throttle(off)
@@ -276,7 +281,7 @@ class Cleaner:
         """Add the keys of ``seg`` at offsets >= ``start``; True when the map filled up."""
         m = self.offset_map
         max_desired = int(m.slots * self.dedupe_buffer_load_factor)
-        for buf, off, h in self._batches(seg, check_done):
+        for buf, off, h, _ in self._batches(seg, check_done):
             last_offset = h.base_offset + h.last_offset_delta
             stats.map_bytes_read += h.batch_length + LOG_OVERHEAD
             if last_offset < start:
@@ -306,8 +311,8 @@ class Cleaner:
         cleaned = create_new_cleaned_segment(plan.dir, plan.config, group[0].base_offset, plan.clock)
         try:
             last_batch: tuple[int, int] | None = None  # (last offset, position) of the last batch written
-            for src in group:
-                written = self._clean_into(plan, src, cleaned, stats, check_done)
+            for i, src in enumerate(group):
+                written = self._clean_into(plan, src, cleaned, stats, check_done, i == len(group) - 1)
                 if written is not None:
                     last_batch = written
             if last_batch is not None:
@@ -323,9 +328,10 @@ class Cleaner:
         return cleaned
 
     def _clean_into(self, plan: CleaningPlan, src: SourceSegment, dest: LogSegment, stats: CleanerStats,
-                    check_done: Callable[[], None]) -> tuple[int, int] | None:
+                    check_done: Callable[[], None], last_of_group: bool) -> tuple[int, int] | None:
         """Copy what ``src`` keeps into ``dest``; returns (last offset, position) of the last
-        batch written, if any."""
+        batch written, if any.  ``last_of_group``: ``src``'s last batch is kept (empty if need
+        be), see the module docstring."""
         m = self.offset_map
         latest = m.latest_offset
         get = m.get
@@ -338,8 +344,9 @@ class Cleaner:
         def keep_control(offset: int, key: bytes | None, has_value: bool) -> bool:
             return True
 
-        for buf, off, h in self._batches(src, check_done):
-            stats.bytes_read += h.batch_length + LOG_OVERHEAD
+        for buf, off, h, file_pos in self._batches(src, check_done):
+            size = h.batch_length + LOG_OVERHEAD
+            stats.bytes_read += size
             is_control = bool(h.attributes & CONTROL_BIT)
             last_offset = h.base_offset + h.last_offset_delta
             # Kafka's checkBatchRetention.  Without a transaction index no batch is known to
@@ -350,6 +357,8 @@ class Cleaner:
                 retention = BatchRetention.RETAIN_EMPTY  # holds the producer's last sequence/epoch
             elif last_offset + 1 == upper_bound:
                 retention = BatchRetention.RETAIN_EMPTY  # keeps the round's last offset known
+            elif last_of_group and file_pos + size == src.size:
+                retention = BatchRetention.RETAIN_EMPTY  # the cleaned segment ends where its group did
             else:
                 retention = BatchRetention.DELETE_EMPTY
             if is_control:

@@ -56,6 +56,7 @@ from log.segments import LogSegments
 
 __all__ = ["LoadedLogOffsets", "LogLoader"]
 
+_log = logging.getLogger(__name__)
 _SEGMENT_FILE_SUFFIXES = (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 
 
@@ -64,8 +65,6 @@ def _offset_or_none(name: str) -> int | None:
         return offset_from_file_name(name)
     except ValueError:
         return None
-
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +168,8 @@ class LogLoader:
                 if (offset is not None and not name.endswith(SWAP_FILE_SUFFIX) and min_swap <= offset < max_swap
                         and name.endswith(_SEGMENT_FILE_SUFFIXES)):
                     replaced.append(name)
+        # (recover() may have re-created missing .swap index files: list them again)
+        swaps = [n for n in os.listdir(self.dir) if n.endswith(SWAP_FILE_SUFFIX)]
         if not intact and any(n.endswith(LOG_FILE_SUFFIX) for n in replaced):
             _log.warning("Undoing an interrupted compaction swap of %s: the swap files are damaged, the old segments are intact", self.dir)
             for name in swaps:

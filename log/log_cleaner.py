@@ -261,12 +261,13 @@ class LogCleaner:
                               self.throttler)
                       for i in range(config.num_threads)]
         self.jobs: dict[TopicPartition, CleaningJob] = {}
+        self.shut_down = False
 
     # ------------------------------------------------------------------ jobs
     def grab_filthiest(self, now: int | None = None) -> CleaningJob | None:
         """The next cleaning to run, or None (no log qualifies, or every cleaner is busy: wait
         ``config.backoff_ms``).  Owner thread."""
-        if not self._idle:
+        if not self._idle or self.shut_down:
             return None
         now = self.clock.milliseconds() if now is None else now
         self.manager.maintain_uncleanable_partitions()
@@ -277,7 +278,7 @@ class LogCleaner:
         """A cleaning of ``log`` whatever its dirty ratio (Kafka's tests call the cleaner on a
         given log the same way); None if it is being cleaned, paused or uncleanable, or no
         cleaner is idle.  Owner thread."""
-        if not self._idle:
+        if not self._idle or self.shut_down:
             return None
         now = self.clock.milliseconds() if now is None else now
         ltc = self.manager.grab(log, now)
@@ -335,8 +336,9 @@ class LogCleaner:
         return self.manager.all_cleaner_checkpoints()
 
     def shutdown(self) -> None:
-        """Cancel every running cleaning.  The caller should then wait for running ``prepare``
-        calls and ``commit`` (which aborts) them; leftover ``.cleaned`` files are harmless
-        (the loader deletes them)."""
+        """Cancel every running cleaning and grab no more.  The caller should then wait for
+        running ``prepare`` calls and ``commit`` (which aborts) them; leftover ``.cleaned``
+        files are harmless (the loader deletes them)."""
+        self.shut_down = True
         for job in list(self.jobs.values()):
             job.cancel()
