@@ -187,7 +187,7 @@ class Cleaner:
     """One cleaner (Kafka's ``Cleaner``; one per cleaner "thread"): owns an offset map, so
     only one cleaning at a time may use it."""
 
-    def __init__(self, cleaner_id: int, offset_map: SkimpyOffsetMap, io_buffer_size: int, max_message_size: int,
+    def __init__(self, cleaner_id: int, offset_map: SkimpyOffsetMap, io_buffer_size: int,
                  dedupe_buffer_load_factor: float, throttler: Throttler | None = None) -> None:
         if offset_map.slots * dedupe_buffer_load_factor <= 1:
             raise ValueError("offset map is too small to fit in even a single message, so log cleaning will never "
@@ -195,7 +195,6 @@ class Cleaner:
         self.id = cleaner_id
         self.offset_map = offset_map
         self.io_buffer_size = io_buffer_size
-        self.max_message_size = max_message_size
         self.dedupe_buffer_load_factor = dedupe_buffer_load_factor
         self.throttler = throttler
 

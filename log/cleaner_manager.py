@@ -6,7 +6,7 @@ State, all on the log owner's thread:
 * the **cleaner offset checkpoint** of each log dir, ``<log.dir>/cleaner-offset-checkpoint``
   in Kafka's offset checkpoint format (``0`` / count / ``topic partition offset`` lines, see
   checkpoint.py): per log, the *first dirty offset*, below which the log has been cleaned.
-  Loaded once, kept in memory, rewritten (atomically, fsynced) when a cleaning finishes;
+  Loaded once, kept in memory, rewritten (atomically) when a cleaning finishes;
 * the logs being cleaned (``in_progress``), paused (a count per log) and marked uncleanable
   after an unexpected error (per log dir), which are skipped when choosing.
 
@@ -161,7 +161,9 @@ class LogCleanerManager:
             cp[update[0]] = update[1]
         self._checkpoints[data_dir] = cp
         try:
-            self._files[data_dir].write(cp)
+            # no fsync: a checkpoint lost in a crash only makes the next cleaning redo work,
+            # and it is written after the swap it records is durable
+            self._files[data_dir].write(cp, sync=False)
         except OSError:
             _log.exception("Failed to write the cleaner offset checkpoint of %s", data_dir)
 

@@ -10,7 +10,8 @@ thread-safe, so a cleaning is split in three calls:
    or no log qualifies) and snapshots what the cleaning needs: the non-active segments below
    the first uncleanable offset, each with a ``dup`` of its file descriptor, its size, mtime
    and index sizes; the config; the time; the producers' last batches (cleaner.py's
-   ``CleaningPlan``).  Cheap: no data is read.
+   ``CleaningPlan``).  Cheap: no data is read; the job holds one extra file descriptor per
+   segment until it ends.
 2. ``job.prepare()`` - **any thread** (a worker: ``loop.run_in_executor``).  Builds the offset
    map and writes the ``.cleaned`` segments from the snapshot only; it never touches the
    ``Log``, so the owner keeps appending, serving reads, rolling and deleting meanwhile.
@@ -25,7 +26,8 @@ thread-safe, so a cleaning is split in three calls:
    ``.deleted``, deleted after file.delete.delay.ms so reads holding them finish -> final
    names) and the cleaner offset checkpoint advances.  Otherwise (closed, truncated, policy
    changed, prepare failed or was cancelled) the ``.cleaned`` files are removed and nothing
-   changes.  Costs a few renames and two directory fsyncs plus the checkpoint write.
+   changes.  Costs a few renames, two directory fsyncs and the checkpoint's atomic rewrite
+   (not fsynced: the swap is durable first, and a lost checkpoint only means cleaning again).
 
 Aborting is always safe, and so is a crash at any point (loader.py completes or undoes the
 swap).  A log whose cleaning failed with an unexpected error (e.g. a corrupt batch) is marked
@@ -257,7 +259,7 @@ class LogCleaner:
         self.manager = LogCleanerManager(log_dirs, logs)
         self.throttler = throttler or Throttler(config.max_io_bytes_per_second)
         self._idle = [Cleaner(i, SkimpyOffsetMap(config.dedupe_buffer_per_thread, config.hash_algorithm),
-                              config.io_buffer_per_thread, config.max_message_size, config.dedupe_buffer_load_factor,
+                              config.io_buffer_per_thread, config.dedupe_buffer_load_factor,
                               self.throttler)
                       for i in range(config.num_threads)]
         self.jobs: dict[TopicPartition, CleaningJob] = {}
