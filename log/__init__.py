@@ -21,7 +21,8 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
   (file_records.py), ``OffsetIndex`` / ``TimeIndex`` (index.py).
 * ``ProducerStateManager`` (producer_state.py): idempotent producers, ``.snapshot`` files.
 * Compaction, Kafka's log cleaner: ``LogCleaner`` / ``CleaningJob`` (log_cleaner.py) drive it
-  as grab (owner thread) -> prepare (any thread) -> commit (owner thread); ``LogCleanerManager``
+  as grab (short) -> prepare (long, no lock, never touches the Log) -> commit (short, under
+  the log's lock); ``LogCleanerManager``
   (cleaner_manager.py) picks the dirtiest log and keeps ``cleaner-offset-checkpoint``;
   ``Cleaner`` (cleaner.py) builds the ``SkimpyOffsetMap`` (offset_map.py) and rewrites segment
   groups into ``.cleaned`` files through ``filter_batch`` (batch_filter.py, Kafka's
@@ -39,9 +40,11 @@ Rules
 * No networking and no event loop: no asyncio/uvloop/socket/selectors/ssl (import-linter).
   log/ may import ``wire`` (record-batch view, compression) and nothing above it.
 * Time comes from an injected ``Clock``; background work is queued on a ``Scheduler`` that the
-  owner runs; log/ starts no threads.  Its objects belong to one owner thread; the one piece
-  of work meant for another thread is ``CleaningJob.prepare``, which reads only a snapshot
-  (duplicated file descriptors of immutable segments) and writes only new ``.cleaned`` files.
+  owner runs; log/ starts no threads.  ``Log`` mutations take ``Log.lock``; segment lookups
+  are lock-free (``LogSegments`` is copy-on-write), so a broker may append on one thread and
+  run retention or compaction on others.  ``CleaningJob.prepare`` holds no lock at all: it
+  reads only a snapshot (duplicated descriptors of immutable segments) and writes only new
+  ``.cleaned`` files.
 * The hot path treats batches as opaque bytes: append validates headers and CRC, patches
   baseOffset/partitionLeaderEpoch in place and writes; records are decoded only for
   compacted-topic key checks, inside the one batch a by-timestamp lookup lands in, and by the

@@ -1,7 +1,8 @@
 """LogCleanerManager: which log to clean next and how far each log is clean (Kafka's
 ``LogCleanerManager`` and ``LogToClean``).
 
-State, all on the log owner's thread:
+State (guarded by one lock, as Kafka's: the broker may grab and commit on one thread and
+delete partitions on another):
 
 * the **cleaner offset checkpoint** of each log dir, ``<log.dir>/cleaner-offset-checkpoint``
   in Kafka's offset checkpoint format (``0`` / count / ``topic partition offset`` lines, see
@@ -27,10 +28,13 @@ is chosen and marked in progress until ``done_cleaning``/``abort``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from log.checkpoint import OffsetCheckpointFile
 from log.log import Log
@@ -40,6 +44,17 @@ __all__ = ["CLEANER_OFFSET_CHECKPOINT_FILE", "LogCleanerManager", "LogToClean", 
 
 _log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
+T = TypeVar("T")
+
+
+def _locked(method: Callable[..., T]) -> Callable[..., T]:
+    """Run the method under the manager's lock (lock order: manager, then a log's lock)."""
+    @functools.wraps(method)
+    def wrapper(self: LogCleanerManager, *args: object, **kwargs: object) -> T:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
 CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 _LONG_MAX = (1 << 63) - 1
 
@@ -121,9 +136,10 @@ class LogToClean:
 
 
 class LogCleanerManager:
-    """Cleaning state of every log.  Who may call: the log owner's thread only."""
+    """Cleaning state of every log.  Thread-safe (one lock)."""
 
     def __init__(self, log_dirs: list[str], logs: Mapping[TopicPartition, Log]) -> None:
+        self._lock = threading.RLock()
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.logs = logs
         self._files = {d: OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT_FILE)) for d in self.log_dirs}
@@ -140,12 +156,14 @@ class LogCleanerManager:
         self.dirtiest_log_cleanable_ratio = 0.0
 
     # ------------------------------------------------------------------ checkpoints
+    @_locked
     def all_cleaner_checkpoints(self) -> dict[TopicPartition, int]:
         out: dict[TopicPartition, int] = {}
         for cp in self._checkpoints.values():
             out.update(cp)
         return out
 
+    @_locked
     def update_checkpoints(self, data_dir: str, update: tuple[TopicPartition, int] | None = None,
                            remove: TopicPartition | None = None) -> None:
         """Set and/or drop one entry of ``data_dir``'s checkpoint and rewrite the file with the
@@ -167,6 +185,7 @@ class LogCleanerManager:
         except OSError:
             _log.exception("Failed to write the cleaner offset checkpoint of %s", data_dir)
 
+    @_locked
     def maybe_truncate_checkpoint(self, data_dir: str, tp: TopicPartition, offset: int) -> None:
         """After a truncation to ``offset``: the log is no longer known clean beyond it."""
         cp = self._checkpoints.get(os.path.abspath(data_dir), {})
@@ -178,13 +197,17 @@ class LogCleanerManager:
         return (tp in self.in_progress or tp in self.paused or log.local_log.closed
                 or tp in self.uncleanable.get(os.path.dirname(log.dir), ()))
 
+    @_locked
     def log_to_clean(self, tp: TopicPartition, log: Log, now: int) -> LogToClean:
-        offsets = cleanable_offsets(log, self.all_cleaner_checkpoints().get(tp), now)
+        with log.lock:  # segments stay put (no rename under os.stat) while they are measured
+            offsets = cleanable_offsets(log, self.all_cleaner_checkpoints().get(tp), now)
+            delay = max_compaction_delay(log, offsets.first_dirty_offset, now)
+            ltc = LogToClean(log, offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset, delay > 0)
         if offsets.force_update_checkpoint:
             self.update_checkpoints(os.path.dirname(log.dir), (tp, offsets.first_dirty_offset))
-        delay = max_compaction_delay(log, offsets.first_dirty_offset, now)
-        return LogToClean(log, offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset, delay > 0)
+        return ltc
 
+    @_locked
     def grab_filthiest_compacted_log(self, now: int) -> LogToClean | None:
         """The compacted log most in need of cleaning (see the module docstring), now marked
         in progress; None if no log qualifies."""
@@ -205,6 +228,7 @@ class LogCleanerManager:
         self.in_progress.add(filthiest.topic_partition)
         return filthiest
 
+    @_locked
     def grab(self, log: Log, now: int) -> LogToClean | None:
         """``log`` to clean now whatever its ratio (tests, tools); None if it is in progress,
         paused or uncleanable."""
@@ -216,18 +240,22 @@ class LogCleanerManager:
         return ltc
 
     # ------------------------------------------------------------------ outcomes
+    @_locked
     def done_cleaning(self, tp: TopicPartition, data_dir: str, end_offset: int) -> None:
         """The log is clean below ``end_offset``: checkpoint it, no longer in progress."""
         self.in_progress.discard(tp)
         self.update_checkpoints(data_dir, (tp, end_offset))
 
+    @_locked
     def abort(self, tp: TopicPartition) -> None:
         """The cleaning of ``tp`` ended without effect: no longer in progress."""
         self.in_progress.discard(tp)
 
+    @_locked
     def pause(self, tp: TopicPartition) -> None:
         self.paused[tp] = self.paused.get(tp, 0) + 1
 
+    @_locked
     def resume(self, tp: TopicPartition) -> None:
         count = self.paused.get(tp, 0)
         if count <= 0:
@@ -237,9 +265,11 @@ class LogCleanerManager:
         else:
             self.paused[tp] = count - 1
 
+    @_locked
     def mark_partition_uncleanable(self, data_dir: str, tp: TopicPartition) -> None:
         self.uncleanable.setdefault(os.path.abspath(data_dir), set()).add(tp)
 
+    @_locked
     def maintain_uncleanable_partitions(self) -> None:
         for d in list(self.uncleanable):
             self.uncleanable[d] = {tp for tp in self.uncleanable[d] if tp in self.logs}

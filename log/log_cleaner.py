@@ -1,33 +1,39 @@
 """LogCleaner: compaction as jobs the broker drives (Kafka's ``LogCleaner``, without its threads).
 
 Kafka runs ``log.cleaner.threads`` threads that each pick the filthiest compacted log, clean it
-and swap the result in under the log's lock.  log/ starts no threads and its objects are not
-thread-safe, so a cleaning is split in three calls:
+and swap the result in under the log's lock.  log/ starts no threads, so a cleaning is three
+calls the broker makes, from threads of its choosing:
 
-1. ``job = cleaner.grab_filthiest()`` - **owner thread** (the thread that appends to and reads
-   the logs: the broker's event loop).  Chooses a log (cleaner_manager.py), marks it in
-   progress, takes an idle ``Cleaner`` (one per ``log.cleaner.threads``; None if all are busy
-   or no log qualifies) and snapshots what the cleaning needs: the non-active segments below
-   the first uncleanable offset, each with a ``dup`` of its file descriptor, its size, mtime
-   and index sizes; the config; the time; the producers' last batches (cleaner.py's
-   ``CleaningPlan``).  Cheap: no data is read; the job holds one extra file descriptor per
-   segment until it ends.
-2. ``job.prepare()`` - **any thread** (a worker: ``loop.run_in_executor``).  Builds the offset
-   map and writes the ``.cleaned`` segments from the snapshot only; it never touches the
-   ``Log``, so the owner keeps appending, serving reads, rolling and deleting meanwhile.
+1. ``job = cleaner.grab_filthiest()`` - **short**.  Chooses a log (cleaner_manager.py), marks
+   it in progress, takes an idle ``Cleaner`` (one per ``log.cleaner.threads``; None if all
+   are busy or no log qualifies) and, under the log's lock, snapshots what the cleaning
+   needs: the non-active segments below the first uncleanable offset, each with a ``dup`` of
+   its file descriptor, its size, mtime and index sizes; the config; the time; the
+   producers' last batches (cleaner.py's ``CleaningPlan``).  No data is read; the job holds
+   one extra file descriptor per segment until it ends.
+2. ``job.prepare()`` - **long** (the whole cleaning's I/O and CPU).  Builds the offset map
+   and writes the ``.cleaned`` segments from the snapshot only, holding no lock and never
+   touching the ``Log``, so appends, reads, rolls, retention and deletion go on meanwhile.
    ``job.cancel()`` (any thread) makes it stop at the next chunk.  Never raises: a failure is
    kept in ``job.error`` and reported by ``commit``.
-3. ``result = job.commit()`` - **owner thread**, after ``prepare`` returned.  Under the log's
-   lock, checks that the log did not change under the cleaning: not closed or deleted, still
-   compacted, not truncated since the grab (``Log.truncations``), and, per group, every
-   source segment still the same object with the same size in the log.  A group whose sources
-   are gone (retention deleted them meanwhile, always a prefix of the log) is dropped; the
-   rest are swapped in with ``Log.replace_segments`` (``.cleaned`` -> ``.swap`` -> old ones
-   ``.deleted``, deleted after file.delete.delay.ms so reads holding them finish -> final
-   names) and the cleaner offset checkpoint advances.  Otherwise (closed, truncated, policy
-   changed, prepare failed or was cancelled) the ``.cleaned`` files are removed and nothing
-   changes.  Costs a few renames, two directory fsyncs and the checkpoint's atomic rewrite
-   (not fsynced: the swap is durable first, and a lost checkpoint only means cleaning again).
+3. ``result = job.commit()`` - **short**, after ``prepare`` returned.  Under the log's lock
+   (so appends, retention and truncation wait for it), checks that the log did not change
+   under the cleaning: not closed or deleted, still compacted, not truncated since the grab
+   (``Log.truncations``), and, per group, every source segment still the same object with
+   the same size in the log.  A group whose sources are gone (retention deleted them
+   meanwhile, always a prefix of the log) is dropped; the rest are swapped in with
+   ``Log.replace_segments`` (``.cleaned`` -> ``.swap`` -> old ones ``.deleted``, deleted after
+   file.delete.delay.ms so reads holding them finish -> final names) and the cleaner offset
+   checkpoint advances.  Otherwise (closed, truncated, policy changed, prepare failed or was
+   cancelled) the ``.cleaned`` files are removed and nothing changes.  Costs a few renames,
+   two directory fsyncs and the checkpoint's atomic rewrite (not fsynced: the swap is
+   durable first, and a lost checkpoint only means cleaning again).
+
+Threads: each step may run on any thread (one step of a job at a time, in order): the log's
+mutations take ``Log.lock``, segment lookups are lock-free (``LogSegments`` is copy-on-write),
+the cleaner's bookkeeping has its own lock (lock order: cleaner manager, then a log).  In
+CPython ``prepare`` still competes for the GIL with request handling (see
+bench/cleaner_bench.py).
 
 Aborting is always safe, and so is a crash at any point (loader.py completes or undoes the
 swap).  A log whose cleaning failed with an unexpected error (e.g. a corrupt batch) is marked
@@ -112,24 +118,27 @@ class CleaningJob:
         self.error: BaseException | None = None
         self.output: CleanerOutput | None = None
         self._cancelled = threading.Event()
-        self._truncations = log.truncations
         fuo = to_clean.first_uncleanable_offset
-        self._segments = [s for s in log.log_segments() if s.base_offset < fuo]
         sources = []
-        try:
-            for seg in self._segments:
-                sources.append(SourceSegment(seg.base_offset, os.dup(seg.log.fd), seg.size(), seg.last_modified(),
-                                             _index_size(seg.offset_index_path), _index_size(seg.time_index_path)))
-        except BaseException:
-            for s in sources:
-                os.close(s.fd)
-            raise
+        # under the log's lock: no segment is renamed, deleted or truncated while it is measured
+        with log.lock:
+            self._truncations = log.truncations
+            self._segments = [s for s in log.log_segments() if s.base_offset < fuo]
+            try:
+                for seg in self._segments:
+                    sources.append(SourceSegment(seg.base_offset, os.dup(seg.log.fd), seg.size(), seg.last_modified(),
+                                                 _index_size(seg.offset_index_path), _index_size(seg.time_index_path)))
+            except BaseException:
+                for s in sources:
+                    os.close(s.fd)
+                raise
+            producers = log.last_records_of_active_producers()
+            config = log.config
         self._sources_open = True
         self.plan = CleaningPlan(
-            dir=log.dir, topic_partition=log.topic_partition, config=log.config, clock=log.clock, now_ms=now,
+            dir=log.dir, topic_partition=log.topic_partition, config=config, clock=log.clock, now_ms=now,
             first_dirty_offset=to_clean.first_dirty_offset, first_uncleanable_offset=fuo, sources=tuple(sources),
-            last_records_of_producers={pid: LastRecord(off, epoch)
-                                       for pid, (off, epoch) in log.last_records_of_active_producers().items()})
+            last_records_of_producers={pid: LastRecord(off, epoch) for pid, (off, epoch) in producers.items()})
 
     # ------------------------------------------------------------------ any thread
     def cancel(self) -> None:
@@ -160,9 +169,9 @@ class CleaningJob:
             for s in self.plan.sources:
                 os.close(s.fd)
 
-    # ------------------------------------------------------------------ owner thread
+    # ------------------------------------------------------------------ after prepare
     def commit(self) -> CleanResult:
-        """Swap the cleaned segments in, or abort; see the module docstring.  Owner thread."""
+        """Swap the cleaned segments in, or abort; see the module docstring."""
         if self.state in (JobState.COMMITTED, JobState.ABORTED):
             raise RuntimeError(f"commit() on a {self.state.value} cleaning job")
         if self.state is JobState.PREPARING:
@@ -174,7 +183,7 @@ class CleaningJob:
             self._owner._release(self)
 
     def abort(self, reason: str = "aborted") -> CleanResult:
-        """Give the job up (owner thread): nothing is swapped in."""
+        """Give the job up: nothing is swapped in."""
         if self.state is JobState.PREPARING:
             raise RuntimeError("abort() while prepare() is running; cancel() it and wait")
         try:
@@ -217,23 +226,25 @@ class CleaningJob:
         assert out is not None
         log = self.log
         by_base = {seg.base_offset: seg for seg in self._segments}
-        with log.lock:
+        swap_new: list[LogSegment] = []
+        swap_old: list[LogSegment] = []
+        dropped = 0
+        with log.lock:  # appends, retention and truncation wait for the swap
             reason = self._changed_reason()
-            if reason:
-                return self._abort(reason)
-            swap_new: list[LogSegment] = []
-            swap_old: list[LogSegment] = []
-            dropped = 0
-            for sources, cleaned in out.groups:
-                olds = [by_base[s.base_offset] for s in sources]
-                if all(log.segments.get(o.base_offset) is o and o.size() == s.size for o, s in zip(olds, sources, strict=True)):
-                    swap_new.append(cleaned)
-                    swap_old.extend(olds)
-                else:
-                    dropped += 1
-                    cleaned.delete_if_exists()
-            if swap_new:
-                log.replace_segments(swap_new, swap_old)
+            if not reason:
+                for sources, cleaned in out.groups:
+                    olds = [by_base[s.base_offset] for s in sources]
+                    if all(log.segments.get(o.base_offset) is o and o.size() == s.size
+                           for o, s in zip(olds, sources, strict=True)):
+                        swap_new.append(cleaned)
+                        swap_old.extend(olds)
+                    else:
+                        dropped += 1
+                        cleaned.delete_if_exists()
+                if swap_new:
+                    log.replace_segments(swap_new, swap_old)
+        if reason:  # outside the log's lock: the manager's lock is taken before a log's
+            return self._abort(reason)
         self.state = JobState.COMMITTED
         self._owner.manager.done_cleaning(self.topic_partition, os.path.dirname(log.dir), out.end_offset)
         s = out.stats
@@ -249,7 +260,7 @@ class CleaningJob:
 
 class LogCleaner:
     """Compaction for the logs in ``logs`` (a live mapping, e.g. ``LogManager.logs``).
-    Who may call: the logs' owner thread, except ``CleaningJob.prepare``/``cancel``."""
+    Thread-safe; see the module docstring."""
 
     def __init__(self, config: CleanerConfig, log_dirs: list[str], logs: Mapping[TopicPartition, Log], clock: Clock,
                  throttler: Throttler | None = None) -> None:
@@ -264,11 +275,12 @@ class LogCleaner:
                       for i in range(config.num_threads)]
         self.jobs: dict[TopicPartition, CleaningJob] = {}
         self.shut_down = False
+        self._lock = threading.Lock()  # guards _idle and jobs
 
     # ------------------------------------------------------------------ jobs
     def grab_filthiest(self, now: int | None = None) -> CleaningJob | None:
         """The next cleaning to run, or None (no log qualifies, or every cleaner is busy: wait
-        ``config.backoff_ms``).  Owner thread."""
+        ``config.backoff_ms``)."""
         if not self._idle or self.shut_down:
             return None
         now = self.clock.milliseconds() if now is None else now
@@ -279,31 +291,39 @@ class LogCleaner:
     def job_for(self, log: Log, now: int | None = None) -> CleaningJob | None:
         """A cleaning of ``log`` whatever its dirty ratio (Kafka's tests call the cleaner on a
         given log the same way); None if it is being cleaned, paused or uncleanable, or no
-        cleaner is idle.  Owner thread."""
+        cleaner is idle."""
         if not self._idle or self.shut_down:
             return None
         now = self.clock.milliseconds() if now is None else now
         ltc = self.manager.grab(log, now)
         return None if ltc is None else self._start(ltc, now)
 
-    def _start(self, ltc: LogToClean, now: int) -> CleaningJob:
-        cleaner = self._idle.pop()
+    def _start(self, ltc: LogToClean, now: int) -> CleaningJob | None:
+        with self._lock:
+            cleaner = self._idle.pop() if self._idle else None
+        if cleaner is None:  # taken by another thread since the check
+            self.manager.abort(ltc.topic_partition)
+            return None
         try:
             job = CleaningJob(self, cleaner, ltc.log, ltc, now)
         except BaseException:
-            self._idle.append(cleaner)
+            with self._lock:
+                self._idle.append(cleaner)
             self.manager.abort(ltc.topic_partition)
             raise
-        self.jobs[ltc.topic_partition] = job
+        with self._lock:
+            self.jobs[ltc.topic_partition] = job
         return job
 
     def _release(self, job: CleaningJob) -> None:
-        if self.jobs.get(job.topic_partition) is job:
-            del self.jobs[job.topic_partition]
-            self._idle.append(job._cleaner)
+        with self._lock:
+            if self.jobs.get(job.topic_partition) is job:
+                del self.jobs[job.topic_partition]
+                self._idle.append(job._cleaner)
 
     def clean_once(self, now: int | None = None) -> CleanResult | None:
-        """grab_filthiest + prepare + commit in the calling thread; None if nothing to clean."""
+        """grab_filthiest + prepare + commit in the calling thread (Kafka's cleaner-thread loop
+        body: a dedicated thread may call it, sleeping ``config.backoff_ms`` on None)."""
         job = self.grab_filthiest(now)
         if job is None:
             return None
@@ -318,10 +338,11 @@ class LogCleaner:
         job.prepare()
         return job.commit()
 
-    # ------------------------------------------------------------------ state changes from the owner
+    # ------------------------------------------------------------------ state changes
     def abort_cleaning(self, tp: TopicPartition) -> None:
         """Cancel the running cleaning of ``tp``, if any (its commit will abort)."""
-        job = self.jobs.get(tp)
+        with self._lock:
+            job = self.jobs.get(tp)
         if job is not None:
             job.cancel()
 
@@ -342,5 +363,7 @@ class LogCleaner:
         running ``prepare`` calls and ``commit`` (which aborts) them; leftover ``.cleaned``
         files are harmless (the loader deletes them)."""
         self.shut_down = True
-        for job in list(self.jobs.values()):
+        with self._lock:
+            jobs = list(self.jobs.values())
+        for job in jobs:
             job.cancel()

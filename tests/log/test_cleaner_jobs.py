@@ -222,3 +222,48 @@ def test_a_truncation_below_the_checkpoint_moves_the_checkpoint_back(tmp_path):
     expected = _model(log)
     assert cleaner.clean_once().committed
     assert _model(log) == expected and len(read_records(log)) == len(expected)
+
+
+def test_a_cleaner_thread_cleaning_in_a_loop_beside_appends_reads_and_retention_loses_nothing(tmp_path):
+    # Kafka's shape: a dedicated cleaner thread runs grab+prepare+commit; appends, reads and
+    # retention go on at the same time on another thread; only the log's lock orders them
+    log, cleaner = _setup(tmp_path, cleanup_policy=("compact", "delete"), retention_bytes=12_000)
+    stop = threading.Event()
+    results, errors = [], []
+
+    def cleaner_loop():
+        try:
+            while not stop.is_set():
+                r = cleaner.clean_once()
+                if r is None:
+                    stop.wait(0.001)  # the backoff
+                else:
+                    results.append(r)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    worker = threading.Thread(target=cleaner_loop)
+    worker.start()
+    written = {}
+    try:
+        for i in range(1500):
+            info = log.append_as_leader(keyed([(f"k{i % 23}", f"v{i}")], ts=log.clock.milliseconds()))
+            written[info.first_offset] = (f"k{i % 23}".encode(), f"v{i}".encode())
+            if i % 50 == 49:
+                log.roll()
+                log.delete_old_segments()
+            if i % 7 == 0:
+                got = read_records(log, max(log.log_start_offset, log.log_end_offset - 30))
+                assert all(written[o] == (k, v) for o, k, v in got)
+    finally:
+        stop.set()
+        worker.join()
+    assert not errors and sum(r.committed for r in results) > 3 and log.log_start_offset > 0
+    got = read_records(log)
+    assert [o for o, _, _ in got] == sorted({o for o, _, _ in got})
+    assert all(written[o] == (k, v) for o, k, v in got)
+    latest = {}
+    for o, (k, _) in written.items():
+        latest[k] = o
+    assert {k: o for o, k, _ in got} == latest  # every key's latest record, nothing lost
+    assert not [f for f in os.listdir(log.dir) if f.endswith(".cleaned")]
