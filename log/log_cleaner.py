@@ -215,11 +215,12 @@ class CleaningJob:
     def _commit(self) -> CleanResult:
         if self.state is JobState.FAILED:
             e = self.error
-            if not isinstance(e, LogCleaningAbortedError):
+            changed = self._changed_reason()  # e.g. the log's directory went away under prepare
+            if not isinstance(e, LogCleaningAbortedError) and not changed:
                 _log.warning("Unexpected exception thrown when cleaning log %s. Marking its partition (%s) as uncleanable",
                              self.log, self.topic_partition, exc_info=e)
                 self._owner.manager.mark_partition_uncleanable(os.path.dirname(self.log.dir), self.topic_partition)
-            return self._abort(f"prepare failed: {e!r}")
+            return self._abort(changed or f"prepare failed: {e!r}")
         if self.state is not JobState.PREPARED:
             return self._abort("not prepared")
         out = self.output

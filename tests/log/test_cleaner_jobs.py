@@ -267,3 +267,25 @@ def test_a_cleaner_thread_cleaning_in_a_loop_beside_appends_reads_and_retention_
         latest[k] = o
     assert {k: o for o, k, _ in got} == latest  # every key's latest record, nothing lost
     assert not [f for f in os.listdir(log.dir) if f.endswith(".cleaned")]
+
+
+def test_a_partition_deleted_while_prepare_writes_is_not_marked_uncleanable(tmp_path):
+    from log.log_manager import LogManager
+    from log.scheduler import Scheduler
+
+    log0 = open_log(tmp_path / "scratch", COMPACT)
+    clock = log0.clock
+    lm = LogManager([str(tmp_path / "d")], COMPACT, clock, Scheduler(clock),
+                    cleaner_config=CleanerConfig(dedupe_buffer_size=1 << 20))
+    lm.startup()
+    log = lm.get_or_create_log(("gone", 0))
+    _fill(log, 80)
+    log.roll()
+    job = lm.cleaner.grab_filthiest()
+    log.close()  # as async_delete does, but before it could cancel the job
+    os.rename(log.dir, log.dir + ".0123-delete")
+    job.prepare()
+    assert isinstance(job.error, FileNotFoundError)  # no directory to write .cleaned files in
+    result = job.commit()
+    assert not result.committed and "deleted" in result.reason
+    assert lm.cleaner.manager.uncleanable == {}
