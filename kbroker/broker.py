@@ -10,9 +10,11 @@ From synchronous code (its own event loop in a thread)::
     with Broker.start({"log.dirs": d, "listeners": "PLAINTEXT://127.0.0.1:0"}) as b:
         producer = Producer({"bootstrap.servers": b.bootstrap_servers})
 
-Start-up: load the logs (recovery after an unclean shutdown), then listen and log
-``started (kbroker id=N) listening on HOST:PORT``.  Shutdown: stop accepting, close
-connections, then flush, write checkpoints and the clean-shutdown marker.
+Start-up: load the logs (recovery after an unclean shutdown), then listen, start the
+background thread (retention, flushes, checkpoints) and the log cleaner's threads, and log
+``started (kbroker id=N) listening on HOST:PORT``.  Shutdown: stop accepting, stop the
+background and cleaner threads (cleanings under way are cancelled), close connections, then
+flush, write checkpoints and the clean-shutdown marker.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from kbroker.background import BackgroundWorker
 from kbroker.broker_state import BrokerState
+from kbroker.cleaner_threads import CleanerThreads
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
 
@@ -44,6 +47,7 @@ class Broker:
         self._server: asyncio.AbstractServer | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._background: BackgroundWorker | None = None
+        self._cleaner_threads: CleanerThreads | None = None
         self.host = ""
         self.port = 0
 
@@ -63,6 +67,10 @@ class Broker:
         self.port = sock.getsockname()[1]
         self.state.bound_port = self.port
         self._background = BackgroundWorker(self.state.run_background_tasks, SCHEDULER_TICK_S).start()
+        cleaner = self.state.log_manager.cleaner  # None when log.cleaner.enable=false
+        if cleaner is not None:
+            self._cleaner_threads = CleanerThreads(cleaner, cleaner.config.num_threads,
+                                                   cleaner.config.backoff_ms).start()
         self._ticker = asyncio.ensure_future(self._tick())
         log.info("started (kbroker id=%d) listening on %s:%d", self.config.node_id, self.host, self.port)
         return self
@@ -78,6 +86,9 @@ class Broker:
         if self._background is not None:
             self._background.stop()
             self._background = None
+        if self._cleaner_threads is not None:  # before the logs close under them
+            self._cleaner_threads.stop()
+            self._cleaner_threads = None
         state, self.state = self.state, None
         if state is not None:
             for conn in list(state.connections):

@@ -27,7 +27,7 @@ from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_names import is_internal
 from log.checkpoint import MetaProperties
 from log.clock import SystemClock
-from log.config import ProducerStateManagerConfig
+from log.config import CLEANER_DEFAULTS, CleanerConfig, ProducerStateManagerConfig
 from log.log_manager import LogManager
 from log.scheduler import Scheduler
 
@@ -69,6 +69,7 @@ class BrokerState:
             flush_start_offset_checkpoint_ms=config["log.flush.start.offset.checkpoint.interval.ms"],
             file_delete_delay_ms=config["log.segment.delete.delay.ms"],
             producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
+            cleaner_config=CleanerConfig.from_properties({name: config[name] for name in CLEANER_DEFAULTS}),
         )
         existing = [m for m in (MetaProperties.read(d) for d in self.log_manager.log_dirs) if m]
         self.cluster_id = existing[0].cluster_id if existing else new_cluster_id()
