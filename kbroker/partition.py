@@ -64,7 +64,7 @@ class Partition:
 
     @property
     def size_in_bytes(self) -> int:
-        return self.log.size
+        return self.log.size()
 
     @property
     def log_dir(self) -> str:

@@ -8,9 +8,9 @@ KRaft broker answers with an alive broker's id).  Cluster authorized operations 
 Metadata when asked, INT32_MIN when not.
 
 DescribeLogDirs (Kafka's ReplicaManager.describeLogDirs): one result per log dir (its
-absolute path), with each requested partition it holds (all when ``topics`` is null): size
-in bytes, offset lag 0 (only future replicas lag), is_future_key false; v4 adds the
-filesystem's total and usable bytes.
+absolute path), listing every topic it holds with those of its partitions that were
+requested (all when ``topics`` is null): size in bytes, offset lag 0 (only future
+replicas lag), is_future_key false; v4 adds the filesystem's total and usable bytes.
 """
 
 from __future__ import annotations
@@ -60,17 +60,22 @@ def handle_describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -
     state = ctx.broker
     R = DescribeLogDirsResponse
     if req.topics is None:
-        wanted = sorted(state.partitions)
+        wanted = set(state.partitions)
     else:
-        wanted = [(t.topic, i) for t in req.topics for i in t.partitions if (t.topic, i) in state.partitions]
+        wanted = {(t.topic, i) for t in req.topics for i in t.partitions}
     results = []
     for log_dir in state.log_manager.log_dirs:
         path = os.path.abspath(log_dir)
+        # Kafka groups every log of the dir by topic and then keeps the requested partitions,
+        # so each topic held in the dir is listed, with an empty partition list when none of
+        # its partitions was asked for (ReplicaManager.describeLogDirs).
         by_topic: dict[str, list] = {}
-        for topic, index in wanted:
-            p = state.partitions[(topic, index)]
-            if p.log_dir == path:
-                by_topic.setdefault(topic, []).append(R.DescribeLogDirsPartition(
+        for (topic, index), p in sorted(state.partitions.items()):
+            if p.log_dir != path:
+                continue
+            parts = by_topic.setdefault(topic, [])
+            if (topic, index) in wanted:
+                parts.append(R.DescribeLogDirsPartition(
                     partition_index=index, partition_size=p.size_in_bytes, offset_lag=0, is_future_key=False))
         fs = os.statvfs(path)
         results.append(R.DescribeLogDirsResult(
