@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbroker.config import KEYS
 from kbroker.dynamic_broker_configs import DYNAMIC_CONFIGS, broker_config_synonyms
-from log.config import SERVER_SYNONYMS
+from log.config import INT_CONFIGS, SERVER_SYNONYMS
 from wire.error_codes import ErrorCode
 from wire.messages import DescribeConfigsResponse
 
@@ -35,11 +35,6 @@ STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 # DescribeConfigsResponse.ConfigType ids
 _TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
           "class": 8, "password": 9}
-# Topic configs Kafka declares as INT; the other integer ones are LONG.
-_INT_TOPIC_CONFIGS = frozenset({
-    "segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
-    "min.insync.replicas", "compression.gzip.level", "compression.lz4.level",
-    "compression.zstd.level"})
 
 
 class DescribeError(Exception):
@@ -68,7 +63,7 @@ def topic_config_type(name: str, value: Any) -> str:
     if isinstance(value, float):
         return "double"
     if isinstance(value, int):
-        return "int" if name in _INT_TOPIC_CONFIGS else "long"
+        return "int" if name in INT_CONFIGS else "long"
     return "string"
 
 
@@ -106,7 +101,7 @@ def describe_topic(state: BrokerState, topic: str, keys: list[str] | None,
     effective = state.topic_configs.config_for(topic).to_properties()
     out = []
     for name in sorted(effective):
-        if keys is not None and name not in keys:
+        if keys and name not in keys:
             continue
         value = effective[name]
         text = to_config_string(value)
@@ -138,7 +133,7 @@ def describe_broker(state: BrokerState, resource_name: str, keys: list[str] | No
         values = state.dynamic_configs.level("")
     out = []
     for name in sorted(values):
-        if keys is not None and name not in keys:
+        if keys and name not in keys:
             continue
         synonyms = _config_synonyms(state, name)
         if not per_broker:
@@ -150,6 +145,9 @@ def describe_broker(state: BrokerState, resource_name: str, keys: list[str] | No
 
 def describe(state: BrokerState, resource_type: int, resource_name: str, keys: list[str] | None,
              include_synonyms: bool) -> DescribeResult:
+    """One resource's answer.  ``keys`` null or empty means every config: Kafka filters by
+    the requested names only when there are some (ConfigHelperUtils.buildConfigEntries),
+    and kafka-python sends an empty list for a resource described without names."""
     try:
         if resource_type == RESOURCE_TOPIC:
             configs = describe_topic(state, resource_name, keys, include_synonyms)

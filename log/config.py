@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-__all__ = ["CLEANER_DEFAULTS", "DEFAULTS", "LONG_MAX", "SERVER_SYNONYMS", "CleanerConfig", "LogConfig",
+__all__ = ["CLEANER_DEFAULTS", "DEFAULTS", "INT_CONFIGS", "LONG_MAX", "SERVER_SYNONYMS", "CleanerConfig", "LogConfig",
            "ProducerStateManagerConfig"]
 
 LONG_MAX = (1 << 63) - 1
@@ -117,18 +117,45 @@ SERVER_SYNONYMS: dict[str, str] = {
 }
 
 
-def _coerce(default: object, value: object) -> object:
+# The integer topic configs Kafka declares INT (32-bit); the other integer ones are LONG.
+INT_CONFIGS = frozenset({
+    "segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
+    "min.insync.replicas", "compression.gzip.level", "compression.lz4.level",
+    "compression.zstd.level"})
+_INT_RANGES = {"INT": (-(1 << 31), (1 << 31) - 1), "LONG": (-(1 << 63), LONG_MAX)}
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")  # what Integer.parseInt / Long.parseLong accept
+
+
+def _coerce(default: object, value: object, name: str = "") -> object:
+    """One value as Kafka's ConfigDef.parseType reads it (strings trimmed).  A value that is
+    not of the config's type raises ValueError with the message of Kafka's ConfigException
+    ("Invalid value abc for configuration retention.ms: Not a number of type LONG"), which
+    AlterConfigs and CreateTopics hand back to the client with INVALID_CONFIG."""
+    def invalid(why: str) -> ValueError:
+        return ValueError(f"Invalid value {value} for configuration {name}: {why}")
+
     if isinstance(default, bool):
         if isinstance(value, str):
             v = value.strip().lower()
             if v not in ("true", "false"):
-                raise ValueError(f"not a boolean: {value!r}")
+                raise invalid("Expected value to be either true or false")
             return v == "true"
         return bool(value)
     if isinstance(default, int):
-        return int(value)  # type: ignore[arg-type]
+        if not isinstance(value, str):
+            return int(value)  # type: ignore[call-overload]
+        kind = "INT" if name in INT_CONFIGS else "LONG"
+        lo, hi = _INT_RANGES[kind]
+        text = value.strip()
+        # Python's int() would also take "1_000" and numbers past Java's range.
+        if not _JAVA_INTEGER.fullmatch(text) or not lo <= int(text) <= hi:
+            raise invalid(f"Not a number of type {kind}")
+        return int(text)
     if isinstance(default, float):
-        return float(value)  # type: ignore[arg-type]
+        try:
+            return float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise invalid("Not a number of type DOUBLE") from None
     if isinstance(default, tuple):
         if isinstance(value, str):
             return tuple(p.strip() for p in value.split(",") if p.strip())
@@ -233,7 +260,7 @@ class LogConfig:
             if name not in _SPEC:
                 raise KeyError(name)
             attr, default = _SPEC[name]
-            values[attr] = _coerce(default, raw)
+            values[attr] = _coerce(default, raw, name)
             overrides[name] = str(raw)
         values["overrides"] = tuple(sorted(overrides.items()))
         return cls(**values)
