@@ -116,9 +116,12 @@ def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, ops_o
 
 
 def _apply_ops(current: dict[str, str], ops: list[tuple[str, int, str | None]], replace: bool,
-               is_list: Any, effective_value: Any, invalid: ErrorCode) -> dict[str, str]:
-    """The new override set.  ``is_list(name)`` tells LIST configs; ``effective_value(name)``
-    is the value APPEND/SUBTRACT start from when there is no override."""
+               is_list: Any, default_value: Any, not_list: Any) -> dict[str, str]:
+    """The new override set.  ``is_list(name)`` tells LIST configs; ``default_value(name)``
+    is the value APPEND/SUBTRACT start from when there is no override (Kafka's ConfigDef
+    default, not the effective value: ConfigurationControlManager.getParts and
+    ConfigAdminManager.prepareIncrementalConfigs); ``not_list(op, name)`` is the AlterError
+    for APPEND/SUBTRACT on any other config."""
     props = {} if replace else dict(current)
     for name, op, value in ops:
         if op == SET:
@@ -127,8 +130,8 @@ def _apply_ops(current: dict[str, str], ops: list[tuple[str, int, str | None]], 
             props.pop(name, None)
         elif op in (APPEND, SUBTRACT):
             if not is_list(name):
-                raise AlterError(invalid, f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.")
-            base = props[name] if name in props else effective_value(name) or ""
+                raise not_list(op, name)
+            base = props[name] if name in props else default_value(name) or ""
             items = [p.strip() for p in base.split(",") if p.strip()]
             changes = [p.strip() for p in (value or "").split(",") if p.strip()]
             if op == APPEND:
@@ -143,23 +146,27 @@ def _apply_ops(current: dict[str, str], ops: list[tuple[str, int, str | None]], 
 
 def _alter_topic(ctx: RequestContext, topic: str, ops: list[tuple[str, int, str | None]],
                  replace: bool, validate_only: bool) -> None:
+    """In the order of Kafka's controller (ConfigurationControlManager): the operations
+    (APPEND/SUBTRACT on a non-LIST or unknown name fails there), then the whole new set
+    (LogConfig.validate: unknown names, bad values), then whether the topic exists, so an
+    unknown topic with a bad config answers INVALID_CONFIG."""
     state = ctx.broker
-    if topic not in state.topics:
-        raise AlterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
-    for name, _, _ in ops:
-        if name not in TOPIC_DEFAULTS:
-            raise AlterError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
-    effective = state.topic_configs.config_for(topic).to_properties()
+
+    def not_list(op: int, name: str) -> AlterError:
+        return AlterError(ErrorCode.INVALID_CONFIG, f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.")
+
     props = _apply_ops(
         state.topic_configs.overrides_of(topic), ops, replace,
-        lambda n: topic_config_type(n, TOPIC_DEFAULTS[n]) == "list",
-        lambda n: to_config_string(effective[n]), ErrorCode.INVALID_CONFIG)
+        lambda n: n in TOPIC_DEFAULTS and topic_config_type(n, TOPIC_DEFAULTS[n]) == "list",
+        lambda n: to_config_string(TOPIC_DEFAULTS[n]), not_list)
     try:
         TopicConfigStore.validate(props, state.config.log_config)
     except KeyError as e:
         raise AlterError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {e.args[0]}") from None
     except ValueError as e:
         raise AlterError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    if topic not in state.topics:
+        raise AlterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
     if not validate_only:
         state.set_topic_overrides(topic, props)
 
@@ -179,9 +186,15 @@ def _alter_broker(ctx: RequestContext, name: str, ops: list[tuple[str, int, str 
         if config_name not in KEYS:
             raise AlterError(ErrorCode.INVALID_REQUEST,
                              f"Cannot update these configs dynamically: Set({config_name})")
+
+    def not_list(op: int, config_name: str) -> AlterError:
+        # ConfigAdminManager.prepareIncrementalConfigs, on the broker, before the controller
+        return AlterError(ErrorCode.INVALID_REQUEST,
+                          f"Config value {_OP_NAMES[op].lower()} is not allowed for config key: {config_name}")
+
     props = _apply_ops(
         state.dynamic_configs.level(name), ops, replace, lambda n: KEYS[n].type == "list",
-        lambda n: to_config_string(KEYS[n].default), ErrorCode.INVALID_CONFIG)
+        lambda n: to_config_string(KEYS[n].default), not_list)
     try:
         state.dynamic_configs.validate(state.static_config, name, props)
     except ConfigError as e:
