@@ -364,6 +364,12 @@ def test_delete_records_moves_the_earliest_offset_and_a_fetch_below_it_is_out_of
     assert [_error_of(f) for f in fs.values()] == [KafkaError._NOENT]
     assert _offsets(admin, "trim", 0) == (4, 10)
 
+    # The moved log start offsets outlive a (clean) restart.
+    broker.restart()
+    admin = _admin(broker)
+    assert (_offsets(admin, "trim", 0), _offsets(admin, "trim", 1)) == ((4, 10), (3, 3))
+    assert _consume_from(broker.bootstrap, "trim", 0, 3, 1)[0] == []
+
 
 # ---------------------------------------------------------------------------- cluster
 

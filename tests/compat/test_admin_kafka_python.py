@@ -21,6 +21,7 @@ from kafka.errors import (
     InvalidPartitionsError,
     MessageSizeTooLargeError,
     OffsetOutOfRangeError,
+    PolicyViolationError,
     UnknownTopicOrPartitionError,
 )
 from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
@@ -374,6 +375,10 @@ def test_create_partitions_and_delete_records_move_the_topic_as_kafka_does(broke
             admin.delete_records({TopicPartition("parts", 7): 1}, partition_leader_id=1)
         assert admin.delete_records({TopicPartition("parts", 2): -1})[TopicPartition("parts", 2)]["low_watermark"] == 8
         assert _offsets(broker, "parts", 2) == (8, 8)
+        # Only a topic whose cleanup.policy includes delete (Partition.deleteRecordsOnLeader).
+        _create(admin, "compacted", configs={"cleanup.policy": "compact"})
+        with pytest.raises(PolicyViolationError):
+            admin.delete_records({TopicPartition("compacted", 0): 0})
 
         cluster = admin.describe_cluster()
         assert (cluster["controller_id"], [(n["broker_id"], n["host"], n["port"], n["rack"])
