@@ -175,7 +175,6 @@ def test_describe_configs_gives_every_topic_config_with_its_type_and_kafkas_whol
         assert (_entry(broker_configs["log.retention.ms"]), _chain(broker_configs["log.retention.ms"])) == (
             (None, "DEFAULT_CONFIG", False), [])
         assert _entry(broker_configs["log.dirs"]) == (str(b.data_dir), "STATIC_BROKER_CONFIG", True)
-        assert broker_configs["log.dirs"]["config_type"] == "LIST"
 
         # Without include_synonyms no synonyms; named keys only those; an empty list of
         # names means all of them (ConfigHelperUtils.buildConfigEntries).
@@ -284,6 +283,20 @@ def test_append_subtract_validate_only_and_refusals_answer_with_kafkas_codes_and
         assert _alter(admin, "TOPIC", "gone", {"retention.ms": "5"}, incremental=False) == (
             "[Error 3] UnknownTopicOrPartitionError: The topic 'gone' does not exist.")
         assert _alter(admin, "TOPIC", "gone", {"retention.ms": "soon"}, incremental=True).startswith("[Error 40] ")
+
+        # What kafka-python's dicts cannot express, in its own request class: checks of the
+        # broker's ConfigAdminManager.preprocess, before anything reaches the controller.
+        def raw(resources: list) -> list[tuple[str, int, str | None]]:
+            resp = _raw(admin, IncrementalAlterConfigsRequest(resources=resources, validate_only=False))
+            return [(r.resource_name, r.error_code, r.error_message) for r in resp.responses]
+
+        assert raw([(TOPIC, "ops", [("retention.ms", 0, "1")]), (TOPIC, "ops", [("retention.ms", 0, "2")])]) == [
+            ("ops", 42, "Each resource must appear at most once."),
+            ("ops", 42, "Each resource must appear at most once.")]
+        assert raw([(TOPIC, "ops", [("retention.ms", 0, "1"), ("retention.ms", 1, None)])]) == [
+            ("ops", 42, "Error due to duplicate config keys")]
+        assert raw([(TOPIC, "ops", [("retention.ms", 0, None), ("segment.ms", 2, None), ("flush.ms", 1, None)])]) \
+            == [("ops", 42, "Null value not supported for : retention.ms, segment.ms")]
         assert overrides() == {"cleanup.policy": ""}
     finally:
         admin.close()
