@@ -7,7 +7,8 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
-.PHONY: run test deps-system spark-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group clean
+.PHONY: run test deps-system spark-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
+        bench bench-quick bench-profile kafka-jars clean
 
 $(VENV)/.run-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +62,36 @@ gen schemas: $(VENV)/.run-installed
 ## gen-check: fail if the committed table differs from what the schemas give
 gen-check: $(VENV)/.run-installed
 	$(PY) -m wire.codegen --schemas $(SCHEMAS) --check
+
+$(VENV)/.bench-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test,bench]'
+	touch $@ $(VENV)/.test-installed $(VENV)/.run-installed
+
+## kafka-jars: Apache Kafka (broker, its runtime dependencies, log4j2, kafka-tools) fetched by
+## Maven into bench/kafka/jars/ (git-ignored) once; again only when bench/kafka/pom.xml changes
+KAFKA_JARS := bench/kafka/jars
+kafka-jars: $(KAFKA_JARS)/.fetched
+$(KAFKA_JARS)/.fetched: bench/kafka/pom.xml
+	rm -rf $(KAFKA_JARS)
+	mvn -q -B -f bench/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=jars -DincludeScope=runtime
+	ls $(KAFKA_JARS)/kafka_2.13-*.jar $(KAFKA_JARS)/kafka-tools-*.jar $(KAFKA_JARS)/log4j-core-*.jar >/dev/null
+	touch $@
+
+## bench: kbroker beside Apache Kafka on this machine, 3 repetitions (~25 min); writes
+## bench/results/side_by_side.md, .json and the PNG charts (bench/README.md says how to read them)
+bench: $(VENV)/.bench-installed kafka-jars
+	$(PY) -m bench.side_by_side
+
+## bench-quick: the same with small volumes and 1 repetition (~2 min), into bench/results/quick/
+bench-quick: $(VENV)/.bench-installed kafka-jars
+	$(PY) -m bench.side_by_side --quick
+
+## bench-profile: kbroker under cProfile during the produce and consume workloads;
+## writes bench/results/profile.md
+bench-profile: $(VENV)/.bench-installed
+	$(PY) -m bench.profile_kbroker
 
 bench-codec: $(VENV)/.test-installed
 	$(PY) -m bench.codec_bench

@@ -9,79 +9,24 @@ Run: ``.venv/bin/python -m bench.produce_consume_bench [--mb 200] [--profile]``.
   every record arrived.  Reports MB/s and records/s.
 
 The broker runs as ``python -m kbroker serve`` on 127.0.0.1 with a temporary data dir, as
-the compat tests start it.  ``--profile`` runs it under cProfile and prints where the
+the compat tests start it; the workloads are bench/workloads.py's, which
+bench/side_by_side.py also runs against Apache Kafka.  ``--profile`` runs it under cProfile and prints where the
 broker's (event-loop thread's) time went.  Figures, not pass/fail.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import pstats
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-
+from bench.workloads import PARTITIONS, consume, cpu_seconds, create_topic, produce
 from tests.compat.broker_process import BrokerProcess
 
-PARTITIONS = 8
 RECORD_BYTES = 1024
 TOPIC = "bench"
-
-
-def produce(bootstrap: str, n: int) -> float:
-    value = os.urandom(RECORD_BYTES)
-    errors: list[str] = []
-
-    def report(err, _msg) -> None:
-        if err is not None:
-            errors.append(str(err))
-
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_048_576, "acks": "1",
-                  "queue.buffering.max.kbytes": 1_048_576, "queue.buffering.max.messages": 1_000_000})
-    t0 = time.perf_counter()
-    for i in range(n):
-        while True:
-            try:
-                p.produce(TOPIC, value, partition=i % PARTITIONS, on_delivery=report)
-                break
-            except BufferError:
-                p.poll(0.005)
-        if i % 10_000 == 0:
-            p.poll(0)
-    left = p.flush(300)
-    elapsed = time.perf_counter() - t0
-    if left or errors:
-        raise SystemExit(f"produce failed: {left} undelivered, errors {errors[:3]}")
-    return elapsed
-
-
-def consume(bootstrap: str, n: int) -> float:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False})
-    c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-    got = 0
-    t0 = time.perf_counter()
-    deadline = time.monotonic() + 300
-    while got < n:
-        if time.monotonic() > deadline:
-            raise SystemExit(f"consume stalled at {got} of {n}")
-        for m in c.consume(10_000, 1.0):
-            if m.error() is not None:
-                raise SystemExit(f"consume error: {m.error()}")
-            got += 1
-    elapsed = time.perf_counter() - t0
-    c.close()
-    return elapsed
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -97,17 +42,16 @@ def main() -> None:
     python_args = ("-m", "cProfile", "-o", str(prof)) if args.profile else ()
     broker = BrokerProcess(tmp / "data", python_args=python_args).start()
     try:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
+        create_topic(broker.bootstrap, TOPIC)
         print(f"records: {n} x {RECORD_BYTES} B over {PARTITIONS} partitions = {mb:.1f} MB"
               f"{' (broker under cProfile)' if args.profile else ''}")
         pid = broker.proc.pid
         cpu0 = cpu_seconds(pid)
-        t = produce(broker.bootstrap, n)
+        t = produce(broker.bootstrap, TOPIC, n, RECORD_BYTES)
         cpu1 = cpu_seconds(pid)
         print(f"produce: {t:6.2f} s  {mb / t:7.1f} MB/s  {n / t:9.0f} records/s  "
               f"broker CPU {cpu1 - cpu0:5.2f} s  (linger.ms=5, batch.size=1 MiB, acks=1)")
-        t = consume(broker.bootstrap, n)
+        t = consume(broker.bootstrap, TOPIC, n)
         cpu2 = cpu_seconds(pid)
         print(f"consume: {t:6.2f} s  {mb / t:7.1f} MB/s  {n / t:9.0f} records/s  "
               f"broker CPU {cpu2 - cpu1:5.2f} s  (assign, 8 partitions)")

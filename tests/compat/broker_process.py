@@ -51,19 +51,27 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 30.0) -> BrokerProcess:
+    def command(self) -> list[str]:
+        """The process to run (bench/kafka_dist.py's KafkaProcess runs Apache Kafka instead)."""
         args = [sys.executable, *self.python_args, "-m", "kbroker", "serve"]
         for k, v in self.overrides.items():
             args += ["--override", f"{k}={v}"]
-        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return args
+
+    # the output line that says the broker is up
+    ready_line: re.Pattern[str] = _LISTENING
+
+    def start(self, timeout_s: float = 30.0) -> BrokerProcess:
+        self.proc = subprocess.Popen(self.command(), cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
         started = threading.Event()
 
         def read() -> None:
             assert self.proc is not None and self.proc.stdout is not None
             for line in self.proc.stdout:
                 self.output.append(line)
-                if _LISTENING.search(line):
+                if self.ready_line.search(line):
                     started.set()
             started.set()
 

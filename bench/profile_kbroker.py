@@ -1,0 +1,140 @@
+"""Where kbroker's time goes under the side-by-side benchmark's produce and consume workloads
+(issue 8): `make bench-profile`, writes bench/results/profile.md.
+
+Run: ``.venv/bin/python -m bench.profile_kbroker [--mib 256] [--small-records 1000000]``.
+
+Each part runs a fresh ``python -m cProfile -o ... -m kbroker serve`` (BrokerProcess's
+``python_args``), drives one workload against it, stops it cleanly (cProfile writes its
+file at exit) and tabulates the top functions by cumulative and by own time:
+
+* produce: bench/workloads.produce, confluent-kafka, 1 KiB and 100 B values, acks=1 and
+  acks=all (workload 1);
+* produce, Java idempotent: ProducerPerformance 100 B acks=all (workload 2; the Java
+  producer is idempotent by default with acks=all, so this is the sequence-checking path);
+* consume: the data of the first part read back by a confluent-kafka consumer from a broker
+  restarted on the same data dir (workload 3), so its profile holds no produce.
+
+cProfile sees the event-loop (main) thread only, where every request is handled; the
+background thread (retention, flushes, checkpoints) is idle in these runs.  Its overhead
+inflates the cost of many small Python calls, so read the shares, not the absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pstats
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench import kafka_dist, workloads
+from bench.side_by_side import COMMON, RESULTS
+from tests.compat.broker_process import ROOT, BrokerProcess
+
+MIB = 1024 * 1024
+TOP = 25
+FINDINGS_START, FINDINGS_END = "<!-- findings -->", "<!-- /findings -->"
+
+
+def _where(key: tuple[str, int, str]) -> str:
+    file, line, func = key
+    if file == "~":
+        return func  # a built-in: "<method 'write' of ...>"
+    for prefix in (str(ROOT) + os.sep, os.path.dirname(os.__file__) + os.sep):
+        if file.startswith(prefix):
+            file = file[len(prefix):]
+            break
+    if "site-packages" + os.sep in file:
+        file = file.split("site-packages" + os.sep, 1)[1]
+    return f"{file}:{line} {func}"
+
+
+def table(stats: pstats.Stats, key: int, n: int = TOP) -> list[str]:
+    """The top ``n`` rows sorted by index ``key`` of pstats' (cc, nc, tt, ct) tuples."""
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][key], reverse=True)[:n]  # type: ignore[attr-defined]
+    out = ["| function | calls | own s | cumulative s |", "|---|---:|---:|---:|"]
+    for k, (_cc, nc, tt, ct, _callers) in rows:
+        out.append(f"| `{_where(k)}` | {nc:,} | {tt:.2f} | {ct:.2f} |")
+    return out
+
+
+def profiled(data_dir: Path, prof: Path, drive: Callable[[str], str]) -> tuple[str, float, float]:
+    """Run ``drive(bootstrap)`` against a broker under cProfile; (what drive said, broker CPU
+    seconds during it, wall seconds)."""
+    broker = BrokerProcess(data_dir, overrides=COMMON, python_args=("-m", "cProfile", "-o", str(prof)))
+    broker.start(timeout_s=60)
+    try:
+        cpu0, t0 = workloads.cpu_seconds(broker.proc.pid), time.monotonic()
+        said = drive(broker.bootstrap)
+        return said, workloads.cpu_seconds(broker.proc.pid) - cpu0, time.monotonic() - t0
+    finally:
+        broker.stop(timeout_s=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mib", type=int, default=256, help="MiB of 1 KiB records per 1 KiB produce run")
+    ap.add_argument("--small-records", type=int, default=1_000_000, help="records per 100 B produce run")
+    ap.add_argument("--out", type=Path, default=RESULTS / "profile.md")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="kbroker-profile-"))
+    n_big = args.mib * MIB // 1024
+    source = "p-1024-acks1"
+
+    def produce_all(b: str) -> str:
+        said = []
+        for size, acks, n in ((1024, "1", n_big), (1024, "all", n_big), (100, "1", args.small_records),
+                              (100, "all", args.small_records)):
+            topic = f"p-{size}-acks{acks}"
+            workloads.create_topic(b, topic)
+            secs = workloads.produce(b, topic, n, size, acks)
+            said.append(f"{size} B acks={acks}: {n:,} records, {n / secs:,.0f} records/s")
+        return "; ".join(said)
+
+    def produce_java(b: str) -> str:
+        workloads.create_topic(b, "java-100-acksall")
+        rps = kafka_dist.producer_performance(b, "java-100-acksall", args.small_records, 100,
+                                              {"acks": "all", "linger.ms": str(workloads.LINGER_MS),
+                                               "batch.size": str(workloads.BATCH_BYTES)})
+        return f"{args.small_records:,} records, {rps:,.0f} records/s"
+
+    def consume(b: str) -> str:
+        secs = workloads.consume(b, source, n_big)
+        return f"{n_big:,} records of 1 KiB, {n_big / secs:,.0f} records/s"
+
+    parts = [("Workload 1: produce, confluent-kafka (1 KiB and 100 B, acks=1 and all)", "data", produce_all),
+             ("Workload 2: produce, Java ProducerPerformance 100 B acks=all (idempotent)", "java", produce_java),
+             ("Workload 3: consume, confluent-kafka, the 1 KiB acks=1 topic from the beginning", "data", consume)]
+    md = ["# Where kbroker's time goes (cProfile)", "",
+          f"Made by `make bench-profile` (bench/profile_kbroker.py) on {time.strftime('%Y-%m-%d %H:%M %Z')}. "
+          "cProfile sees the broker's event-loop thread, where every request is handled; its "
+          "per-call overhead inflates small Python functions, so read shares, not absolute times. "
+          "`calls` counts every call, own s excludes callees.", ""]
+    try:
+        for i, (title, sub, drive) in enumerate(parts):
+            prof = tmp / f"part{i}.prof"
+            said, cpu, wall = profiled(tmp / sub, prof, drive)
+            print(f"{title}: {said} (broker CPU {cpu:.1f} s, wall {wall:.1f} s)", flush=True)
+            stats = pstats.Stats(str(prof))
+            md += [f"## {title}", "", f"{said}; broker CPU {cpu:.1f} s over {wall:.1f} s wall (under cProfile).",
+                   "", "### Top functions by cumulative time", ""]
+            md += table(stats, 3)
+            md += ["", "### Top functions by own time", ""]
+            md += table(stats, 2)
+            md.append("")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    old = args.out.read_text() if args.out.exists() else ""
+    if FINDINGS_START in old and FINDINGS_END in old:  # hand-written findings survive a re-run
+        kept = old[old.index(FINDINGS_START):old.index(FINDINGS_END) + len(FINDINGS_END)]
+        md[5:5] = [kept, ""]
+    args.out.write_text("\n".join(md))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+"""The workloads the benchmarks drive, each a function of a bootstrap address, so the same
+code runs against kbroker and against Apache Kafka (bench/side_by_side.py) and against
+kbroker alone (bench/produce_consume_bench.py).
+
+* ``produce``: confluent-kafka, values of ``record_bytes`` random bytes, no key, no
+  compression, round-robin over the topic's partitions, ``linger.ms=5``,
+  ``batch.size=1048576``; timed from the first ``produce()`` to the end of ``flush()``.
+* ``consume``: one confluent-kafka consumer ``assign()``ed to every partition from the
+  beginning, timed until the last record arrived.
+* ``latency``: records produced at a fixed rate, each carrying its send time, read by a
+  consumer in another process; produce-to-consume latency per record.
+* ``cold_start``: process start until the first acknowledged produce.
+* ``peak_rss`` / ``reset_peak_rss`` / ``cpu_seconds``: what /proc says about a process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import struct
+import time
+from array import array
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Protocol
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+PARTITIONS = 8
+LINGER_MS = 5
+BATCH_BYTES = 1_048_576
+LATENCY_LINGER_MS = 1
+
+
+class Broker(Protocol):
+    """What the workloads need of a broker process: tests/compat's BrokerProcess and
+    bench/kafka_dist's KafkaProcess both have it."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    def start(self, timeout_s: float = ...) -> Broker: ...
+
+    def stop(self, timeout_s: float = ...) -> int: ...
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    # The topic is in the broker's metadata once a Metadata request sees its partitions
+    # (Kafka's brokers learn it from the controller a moment after CreateTopics answers).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if md is not None and md.error is None and len(md.partitions) == partitions:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"topic {topic} did not appear in {bootstrap}'s metadata")
+
+
+def produce(bootstrap: str, topic: str, n: int, record_bytes: int = 1024, acks: str = "1",
+            partitions: int = PARTITIONS) -> float:
+    """Produce ``n`` records; returns the seconds it took (first produce() to flush's end)."""
+    value = os.urandom(record_bytes)
+    errors: list[str] = []
+
+    def report(err: object, _msg: object) -> None:
+        errors.append(str(err))
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "batch.size": BATCH_BYTES,
+                  "acks": acks, "queue.buffering.max.kbytes": 1_048_576,
+                  "queue.buffering.max.messages": 1_000_000,
+                  # a delivery report only for a failed record: the Python callback per record
+                  # would otherwise cost the client more than the broker spends on it
+                  "delivery.report.only.error": True, "on_delivery": report})
+    t0 = time.perf_counter()
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.005)
+        if i % 10_000 == 0:
+            p.poll(0)
+    left = p.flush(600)
+    elapsed = time.perf_counter() - t0
+    if left or errors:
+        raise RuntimeError(f"produce to {bootstrap} failed: {left} undelivered, errors {errors[:3]}")
+    return elapsed
+
+
+def consume(bootstrap: str, topic: str, n: int, partitions: int = PARTITIONS) -> float:
+    """Read ``n`` records from the beginning of every partition; returns the seconds it took."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got = 0
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + 600
+    try:
+        while got < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"consume from {bootstrap} stalled at {got} of {n}")
+            for m in c.consume(10_000, 1.0):
+                if m.error() is not None:
+                    raise RuntimeError(f"consume error: {m.error()}")
+                got += 1
+        return time.perf_counter() - t0
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------- end-to-end latency
+
+_STAMP = struct.Struct(">q")
+
+
+def _latency_reader(bootstrap: str, topic: str, n: int, partitions: int, conn: Connection) -> None:
+    """In a child process (so the producer's pacing loop and this loop never wait for each
+    other's GIL): read ``n`` records, send back each one's latency in ns.  Both processes
+    stamp with CLOCK_MONOTONIC, one clock for the whole machine."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    c.poll(0.5)  # connect and start fetching before the producer starts
+    conn.send("ready")
+    lat = array("q")
+    deadline = time.monotonic() + 600
+    while len(lat) < n and time.monotonic() < deadline:
+        m = c.poll(0.5)  # poll, not consume(k): consume waits for k records or its timeout
+        if m is None:
+            continue
+        now = time.monotonic_ns()
+        if m.error() is not None:
+            continue
+        lat.append(now - _STAMP.unpack_from(m.value())[0])
+    c.close()
+    conn.send_bytes(lat.tobytes())
+
+
+def latency(bootstrap: str, topic: str, rate: int, seconds: float, record_bytes: int = 100,
+            partitions: int = PARTITIONS) -> list[float]:
+    """Produce at ``rate`` records/s for ``seconds`` (acks=1, linger.ms=1: with 0, librdkafka
+    sends a request per record or two and at 10,000/s its own queue, not the broker, sets
+    the latency of either broker, hundreds of ms); returns every record's produce-to-consume
+    latency in ms, in the order they arrived.  The pacing loop sends what is due every 0.5 ms, so the
+    offered rate is exact to within a few records."""
+    n = int(rate * seconds)
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    reader = ctx.Process(target=_latency_reader, args=(bootstrap, topic, n, partitions, child), daemon=True)
+    reader.start()
+    if not parent.poll(60):
+        reader.kill()
+        raise RuntimeError("latency reader did not start")
+    parent.recv()
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": LATENCY_LINGER_MS, "acks": "1"})
+    pad = os.urandom(record_bytes - _STAMP.size)
+    t0 = time.monotonic()
+    sent = 0
+    while sent < n:
+        due = min(n, int((time.monotonic() - t0) * rate) + 1)
+        while sent < due:
+            p.produce(topic, _STAMP.pack(time.monotonic_ns()) + pad, partition=sent % partitions)
+            sent += 1
+        p.poll(0)
+        time.sleep(0.0005)
+    p.flush(60)
+    if not parent.poll(120):
+        reader.kill()
+        raise RuntimeError("latency reader did not finish")
+    lat = array("q")
+    lat.frombytes(parent.recv_bytes())
+    reader.join(10)
+    if len(lat) < n:
+        raise RuntimeError(f"latency: {len(lat)} of {n} records came back")
+    return [x / 1e6 for x in lat]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of unsorted values."""
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+# ---------------------------------------------------------------- start-up
+
+def cold_start(make: Callable[[], Broker], topic: str = "cold-start") -> tuple[float, Broker]:
+    """Seconds from launching the broker process until its first acknowledged produce (to a
+    topic it auto-creates), and the running broker.  The producer is created once the
+    broker logged that it listens; its back-offs are shortened so that client retry timers
+    do not round the figure up."""
+    broker = make()
+    t0 = time.monotonic()
+    broker.start()
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 0,
+                  "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50,
+                  "retry.backoff.ms": 10, "retry.backoff.max.ms": 50,
+                  "message.timeout.ms": 120_000})
+    results: list[object] = []
+    p.produce(topic, b"x", on_delivery=lambda err, _msg: results.append(err))
+    p.flush(130)
+    if results != [None]:
+        broker.stop()
+        raise RuntimeError(f"no acknowledged produce after start: {results}")
+    return time.monotonic() - t0, broker
+
+
+# ---------------------------------------------------------------- /proc
+
+def _status(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/{pid}/status")
+
+
+def peak_rss(pid: int) -> int:
+    """Bytes: the process's resident-set high-water mark (VmHWM) since start or the last reset."""
+    return _status(pid, "VmHWM")
+
+
+def reset_peak_rss(pid: int) -> bool:
+    """Reset VmHWM to the current RSS (writing 5 to clear_refs, Linux >= 4.0); False when not
+    permitted, and then the peak counts from the process's start."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
