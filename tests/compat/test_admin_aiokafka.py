@@ -174,6 +174,10 @@ def test_aiokafka_alter_configs_replaces_a_topics_overrides_and_each_change_take
             out["lower_retention"] = await _alter(admin, TOPIC_RES, "eff", {"segment.bytes": "1200",
                                                                              "retention.ms": "1800000"})
             out["after_retention"] = await _wait_for_offsets(b, "eff", (11, 11))
+            # The log start moves just before the old segments are renamed .deleted.
+            deadline = time.monotonic() + 10
+            while segment_base_offsets(b.data_dir, "eff", 0) != [11] and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
             out["segments_after"] = segment_base_offsets(b.data_dir, "eff", 0)
             out["big_again"] = await _send(producer, "eff", b"b" * 1000)
             out["described"] = (await _describe(admin, TOPIC_RES, "eff"))[1]
