@@ -19,10 +19,14 @@ them after ``log.segment.delete.delay.ms``.
 
 from __future__ import annotations
 
+from kbroker.config_describe import to_config_string
+from kbroker.dynamic_broker_configs import broker_config_synonyms
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_names import invalid_reason, is_internal, unify_collision_chars
+from log.config import DEFAULTS as TOPIC_DEFAULTS
+from log.config import SERVER_SYNONYMS
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ZERO_UUID,
@@ -33,8 +37,9 @@ from wire.messages import (
 )
 
 Result = CreateTopicsResponse.CreatableTopicResult
-# DescribeConfigs config sources: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5
-SOURCE_TOPIC, SOURCE_DEFAULT = 1, 5
+# DescribeConfigs config sources
+SOURCE_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER = 1, 2, 3
+SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 4, 5
 
 
 def _fail(name: str, code: ErrorCode, message: str) -> Result:
@@ -106,14 +111,38 @@ def _check(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupes: se
     return None, count, configs
 
 
+# Broker synonyms in hours or minutes give a topic config in milliseconds
+# (ServerTopicConfigSynonyms' HOURS_TO_MILLISECONDS / MINUTES_TO_MILLISECONDS converters).
+_TO_MS = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000,
+          "log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_000}
+
+
 def _config_entries(ctx: RequestContext, configs: dict[str, str]) -> list:
-    cfg = TopicConfigStore.validate(configs, ctx.broker.config.log_config)
+    """The created topic's configs as Kafka's controller reports them
+    (KafkaConfigSchema.resolveEffectiveTopicConfigs): a config given at creation, as sent,
+    DYNAMIC_TOPIC_CONFIG; else the first broker synonym set per broker, then cluster-wide,
+    then statically (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+    STATIC_BROKER_CONFIG), converted to the topic config's unit; else the topic config's
+    own default, DEFAULT_CONFIG.  (Unlike DescribeConfigs there is no dropWhile quirk:
+    log.retention.minutes alone gives retention.ms STATIC_BROKER_CONFIG here.)"""
+    state = ctx.broker
+    levels = [(state.dynamic_configs.level(str(state.node_id)), SOURCE_DYNAMIC_BROKER),
+              (state.dynamic_configs.level(""), SOURCE_DYNAMIC_DEFAULT_BROKER),
+              (state.static_config.originals, SOURCE_STATIC_BROKER)]
     out = []
-    for name, value in sorted(cfg.to_properties().items()):
-        text = ",".join(value) if isinstance(value, tuple) else str(value).lower() if isinstance(value, bool) else str(value)
+    for name, default in sorted(TOPIC_DEFAULTS.items()):
+        value, source = to_config_string(default), SOURCE_DEFAULT
+        server = SERVER_SYNONYMS.get(name)
+        synonyms = broker_config_synonyms(server) if server is not None else []
+        if name in configs:
+            value, source = configs[name], SOURCE_TOPIC
+        else:
+            found = next(((values[s], level, s) for values, level in levels for s in synonyms if s in values), None)
+            if found is not None:
+                raw, source, synonym = found
+                value = str(int(raw) * _TO_MS[synonym]) if synonym in _TO_MS else raw
         out.append(CreateTopicsResponse.CreatableTopicConfigs(
-            name=name, value=text, read_only=False,
-            config_source=SOURCE_TOPIC if name in configs else SOURCE_DEFAULT, is_sensitive=False))
+            name=name, value=value, read_only=False, config_source=source, is_sensitive=False))
     return out
 
 

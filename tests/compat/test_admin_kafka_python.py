@@ -29,6 +29,7 @@ from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigs
 from tests.compat.admin_helpers import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_RETENTION_MS,
+    DEFAULT_SEGMENT_BYTES,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     FAST_RETENTION,
     OLD_TIMESTAMP_MS,
@@ -49,10 +50,14 @@ def _admin(broker) -> KafkaAdminClient:
     return KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10_000)
 
 
-def _create(admin: KafkaAdminClient, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+def _create(admin: KafkaAdminClient, name: str, partitions: int = 1,
+            configs: dict[str, str] | None = None) -> dict[str, tuple[str | None, str]]:
+    """Create a topic; the (value, source) of each config CreateTopics v5+ answers with."""
     created = admin.create_topics({name: {"num_partitions": partitions, "replication_factor": 1,
                                           "configs": configs or {}}})
-    assert [(t["name"], t["error_code"]) for t in created["topics"]] == [(name, 0)]
+    [topic] = created["topics"]
+    assert (topic["name"], topic["error_code"]) == (name, 0)
+    return {n: (c["value"], c["config_source"]) for n, c in topic["configs"].items()}
 
 
 def _describe(admin: KafkaAdminClient, kind: str, name: str, keys: list[str] | None = None,
@@ -131,8 +136,22 @@ def test_describe_configs_gives_every_topic_config_with_its_type_and_kafkas_whol
                           "log.cleanup.policy": "compact"})
     admin = _admin(b)
     try:
-        _create(admin, "chains", configs={"max.message.bytes": "3000", "cleanup.policy": "delete,compact"})
-        _create(admin, "plain")
+        created = _create(admin, "chains", configs={"max.message.bytes": "3000", "cleanup.policy": "delete,compact"})
+        created_plain = _create(admin, "plain")
+        # CreateTopics answers with the controller's view (KafkaConfigSchema.resolveEffectiveTopicConfigs):
+        # the first broker synonym set, converted to ms, so log.retention.minutes=600 is
+        # retention.ms STATIC_BROKER_CONFIG here although DescribeConfigs calls it DEFAULT_CONFIG.
+        assert set(created) == TOPIC_CONFIG_NAMES
+        assert {n: created[n] for n in ("max.message.bytes", "cleanup.policy", "retention.ms", "segment.bytes",
+                                        "segment.ms")} == {
+            "max.message.bytes": ("3000", "DYNAMIC_TOPIC_CONFIG"),
+            "cleanup.policy": ("delete,compact", "DYNAMIC_TOPIC_CONFIG"),
+            "retention.ms": (str(600 * 60_000), "STATIC_BROKER_CONFIG"),
+            "segment.bytes": (str(DEFAULT_SEGMENT_BYTES), "DEFAULT_CONFIG"),
+            "segment.ms": ("604800000", "DEFAULT_CONFIG")}
+        assert {n: v for n, v in created_plain.items() if v[1] != "DEFAULT_CONFIG"} == {
+            "max.message.bytes": ("500000", "STATIC_BROKER_CONFIG"), "cleanup.policy": ("compact", "STATIC_BROKER_CONFIG"),
+            "retention.ms": (str(600 * 60_000), "STATIC_BROKER_CONFIG")}
         configs = _describe(admin, "TOPIC", "chains")
         assert set(configs) == TOPIC_CONFIG_NAMES
         assert {n: (c["config_type"], c["is_sensitive"], c["documentation"]) for n, c in configs.items() if n in (
@@ -423,6 +442,11 @@ def test_cluster_default_and_per_broker_configs_stack_as_in_kafka_take_effect_an
         assert _offsets(b, "pinned") == (0, 6)
         # The per-broker level beats it.
         assert _alter(admin, "BROKER", "1", {"message.max.bytes": "3000"}, incremental=True) == "OK"
+        created = _create(admin, "later")
+        assert {n: v for n, v in created.items() if v[1] != "DEFAULT_CONFIG"} == {
+            "retention.ms": ("1800000", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+            "max.message.bytes": ("3000", "DYNAMIC_BROKER_CONFIG"),
+            "file.delete.delay.ms": ("0", "STATIC_BROKER_CONFIG")}
         assert _send(producer, "follows", b"x" * 5000) == "MessageSizeTooLargeError"
 
         # Refused on the broker (ConfigAdminManager.preprocess), each INVALID_REQUEST.
