@@ -380,6 +380,12 @@ def test_describe_cluster_names_this_broker_as_the_only_node_and_the_controller(
     assert (result.controller.id, result.controller.host, result.controller.port) == (1, "127.0.0.1", broker.port)
     assert result.cluster_id == admin.list_topics(timeout=15).cluster_id
     assert isinstance(result.cluster_id, str) and len(result.cluster_id) == 22
+    assert result.authorized_operations is None
+    # Asked for, every CLUSTER operation (no authorizer: AuthHelper.authorizedOperations);
+    # librdkafka's AclOperation has no names for CREATE_TOKENS / DESCRIBE_TOKENS and drops them.
+    result = admin.describe_cluster(include_authorized_operations=True, request_timeout=15).result(15)
+    assert sorted(op.name for op in result.authorized_operations) == [
+        "ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "IDEMPOTENT_WRITE"]
 
 
 # ---------------------------------------------------------------------------- broker configs
