@@ -149,36 +149,47 @@ _INT_BOUNDS = {"short": (-(1 << 15), (1 << 15) - 1), "int": (-(1 << 31), INT_MAX
 _LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9a-fA-F:.]+\]|[^:/\s]*):(\d+)$")
 
 
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")  # what Integer.parseInt / Long.parseLong accept
+
+
 def parse_value(key: ConfigKey, raw: str) -> Any:
+    """One property as Kafka's ConfigDef parses and validates it (value trimmed).  A bad value
+    raises ConfigError with the text of Kafka's ConfigException ("Invalid value abc for
+    configuration log.retention.ms: Not a number of type LONG"), which start-up prints and
+    AlterConfigs on a broker resource hands back to the client."""
     text = raw.strip()
     t = key.type
-    try:
-        if t == "boolean":
-            if text.lower() not in ("true", "false"):
-                raise ValueError("expected true or false")
-            return text.lower() == "true"
-        if t in _INT_BOUNDS:
-            value = int(text)
-            lo, hi = _INT_BOUNDS[t]
-            if not lo <= value <= hi:
-                raise ValueError(f"out of range for a {t}")
-            if key.at_least is not None and value < key.at_least:
-                raise ValueError(f"must be at least {key.at_least}")
-            return value
-        if t == "double":
+
+    def invalid(why: str) -> ConfigError:
+        return ConfigError(f"Invalid value {raw} for configuration {key.name}: {why}")
+
+    if t == "boolean":
+        if text.lower() not in ("true", "false"):
+            raise invalid("Expected value to be either true or false")
+        return text.lower() == "true"
+    if t in _INT_BOUNDS:
+        lo, hi = _INT_BOUNDS[t]
+        if not _JAVA_INTEGER.fullmatch(text) or not lo <= int(text) <= hi:
+            raise invalid(f"Not a number of type {t.upper()}")
+        value = int(text)
+        if key.at_least is not None and value < key.at_least:
+            raise invalid(f"Value must be at least {key.at_least}")  # ConfigDef.Range.atLeast
+        return value
+    if t == "double":
+        try:
             return float(text)
-        if t == "list":
-            items = [p.strip() for p in text.split(",") if p.strip()]
-            if key.valid is not None:
-                bad = [i for i in items if i not in key.valid]
-                if bad:
-                    raise ValueError(f"{bad[0]!r} is not one of {', '.join(key.valid)}")
-            return items
-        if key.valid is not None and text not in key.valid:
-            raise ValueError(f"not one of {', '.join(key.valid)}")
-        return text
-    except ValueError as e:
-        raise ConfigError(f"Invalid value {raw!r} for configuration {key.name}: {e}") from None
+        except ValueError:
+            raise invalid("Not a number of type DOUBLE") from None
+    if t == "list":
+        items = [p.strip() for p in text.split(",") if p.strip()]
+        if key.valid is not None:
+            for item in items:
+                if item not in key.valid:  # ConfigDef.ValidList
+                    raise invalid(f"String must be one of: {', '.join(key.valid)}")
+        return items
+    if key.valid is not None and text not in key.valid:  # ConfigDef.ValidString
+        raise invalid(f"String must be one of: {', '.join(key.valid)}")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
