@@ -1,4 +1,4 @@
-"""The generated message dataclasses (wire/_generated/messages.py), under a stable name.
+"""The generated message classes (wire/_generated/messages.py), under a stable name.
 
 ``from wire.messages import FetchRequest``; nested structs are attributes of their
 message class: ``FetchResponse.PartitionData``.
