@@ -22,21 +22,23 @@ class FetchWaiters:
         waiters = self._waiting.pop(tp, None)
         if waiters:
             for fut in waiters:
-                if not fut.done():
-                    fut.set_result(None)
+                _wake(fut)
 
     async def wait(self, tps: list[TopicPartition], timeout_s: float) -> None:
         """Return at the first append to any of ``tps``, or after ``timeout_s``."""
         if timeout_s <= 0:
             return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
         for tp in tps:
             self._waiting[tp].add(fut)
+        # A timer that completes the future, not asyncio.wait_for(shield(fut)): that wraps
+        # every parked fetch in two more futures and a task, per wake-up.
+        timer = loop.call_later(timeout_s, _wake, fut)
         try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-        except TimeoutError:
-            pass
+            await fut
         finally:
+            timer.cancel()
             for tp in tps:
                 s = self._waiting.get(tp)
                 if s is not None:
@@ -45,3 +47,8 @@ class FetchWaiters:
                         del self._waiting[tp]
             if not fut.done():
                 fut.cancel()
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -113,7 +113,7 @@ def encode_response(msg: Any, version: int, correlation_id: int) -> list[bytes |
     body = encode_parts(msg, version)
     hv = response_header_version(msg.API_KEY, version)
     head = _I32.pack(correlation_id) + (b"\x00" if hv >= 1 else b"")
-    size = len(head) + sum(len(b) for b in body)
+    size = len(head) + sum(map(len, body))
     return [_I32.pack(size) + head, *body]
 
 
