@@ -4,10 +4,11 @@
 Run: ``.venv/bin/python -m bench.side_by_side [--quick] [--repetitions N] [--out DIR]``.
 
 Each repetition starts both brokers fresh (empty data dirs; Kafka's storage formatted
-first, outside the timing), one after the other, timing each cold start; then runs every
-throughput workload on one broker and then on the other, alternating which goes first
-from one repetition to the next, so both figures of a pair are taken within a minute of
-each other under the same background load; reads both brokers' peak RSS; runs the latency
+first, outside the timing), one after the other, timing each cold start; warms each up
+with an unmeasured produce and consume; then runs every throughput workload on one broker
+and then on the other, alternating which goes first from one repetition to the next, so
+both figures of a pair are taken within a minute of each other under the same background
+load; reads both brokers' peak RSS; runs the latency
 workloads the same way; stops both.  Timing on a shared 2-core machine is noisy, so what
 the report leads with is the kbroker/Kafka ratio of each pair, summarised over
 repetitions.
@@ -26,6 +27,7 @@ Workloads (bench/workloads.py, bench/kafka_dist.py):
 from __future__ import annotations
 
 import argparse
+import compileall
 import shutil
 import tempfile
 import time
@@ -59,12 +61,14 @@ class Sizes:
     consume_mib: int       # the confluent 1 KiB acks=1 produce writes this; both consumers read it
     produce_mib: int       # every other 1 KiB produce workload
     small_records: int     # the 100-byte produce workloads
-    latency_s: float       # per rate; the first second is warm-up, left out of the percentiles
+    latency_s: float       # per rate, measured
+    warmup_s: float        # per rate, before latency_s at the same rate, not measured
+    warmup_mib: int        # produced and consumed (1 KiB records) after start-up, not measured
     rates: tuple[int, ...] = (1_000, 10_000)
 
 
-FULL = Sizes("full", 3, 1024, 512, 2_000_000, 15.0)
-QUICK = Sizes("quick", 1, 128, 128, 300_000, 4.0)
+FULL = Sizes("full", 3, 1024, 512, 2_000_000, 15.0, 5.0, 128)
+QUICK = Sizes("quick", 1, 128, 128, 300_000, 4.0, 2.0, 32)
 
 
 @dataclass
@@ -138,7 +142,7 @@ def latency_workloads(sizes: Sizes) -> list[Workload]:
             figs.append(fig)
 
         def run(b: str, rate: int = rate, topic: str = topic) -> dict[str, float]:
-            lat = workloads.latency(b, topic, rate, sizes.latency_s)[rate:]  # drop the warm-up second
+            lat = workloads.latency(b, topic, rate, sizes.latency_s, sizes.warmup_s)
             return {f"latency.{rate}.{q}": workloads.percentile(lat, float(q[1:]))
                     for q in ("p50", "p99", "p99.9")}
 
@@ -182,6 +186,7 @@ def repetition(i: int, sizes: Sizes, tmp: Path) -> dict[str, Any]:
             _log(f"rep {i + 1} {b}: cold start {secs:.2f} s")
         pids = {b: brokers[b].proc.pid for b in order}
         for b in order:
+            warm_up(brokers[b].bootstrap, sizes)
             workloads.reset_peak_rss(pids[b])
         for w in throughput_workloads(sizes):
             _run_pair(w, order, brokers, pids, rep, i)
@@ -195,6 +200,16 @@ def repetition(i: int, sizes: Sizes, tmp: Path) -> dict[str, Any]:
             b.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     return rep
+
+
+def warm_up(bootstrap: str, sizes: Sizes) -> None:
+    """Unmeasured produce and consume before the first measured workload, so that neither
+    broker's first figures include its first-request costs (the JVM's JIT, kbroker's
+    lazily compiled codecs); the latency workloads have their own warm-up at their rate."""
+    n = sizes.warmup_mib * MIB // 1024
+    workloads.create_topic(bootstrap, "warm-up")
+    workloads.produce(bootstrap, "warm-up", n)
+    workloads.consume(bootstrap, "warm-up", n)
 
 
 def _run_pair(w: Workload, order: list[str], brokers: dict[str, Any], pids: dict[str, int],
@@ -217,6 +232,15 @@ def _run_pair(w: Workload, order: list[str], brokers: dict[str, Any], pids: dict
         _log(f"rep {i + 1} {b}: {w.name}: {shown} (broker CPU {cpu:.1f} s)")
 
 
+def compile_kbroker() -> None:
+    """Byte-compile kbroker's packages, as installing a wheel does (pip compiles every module).
+    The project is installed editable, and with PYTHONDONTWRITEBYTECODE set (as it is on
+    this workplace's machines) nothing else would ever write .pyc files, so every kbroker
+    start would compile its ~1 MB of source first: a cost of a checkout, not of the broker."""
+    for package in ("kbroker", "wire", "log", "groups"):
+        compileall.compile_dir(str(machine.ROOT / package), quiet=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small volumes, 1 repetition (about 2 minutes)")
@@ -230,6 +254,7 @@ def main() -> None:
         sizes = Sizes(**{**sizes.__dict__, "repetitions": args.repetitions})
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
     kafka_version = kafka_dist.kafka_version()
+    compile_kbroker()
     figures = [START_FIGURE, MEMORY_FIGURE]
     for w in throughput_workloads(sizes) + latency_workloads(sizes):
         figures += w.figures
@@ -239,14 +264,16 @@ def main() -> None:
             "mode": sizes.mode,
             "sizes": (f"consume source {sizes.consume_mib} MiB, other 1 KiB produce {sizes.produce_mib} MiB, "
                       f"100 B produce {sizes.small_records:,} records, latency {sizes.latency_s:g} s per rate "
-                      "(first second dropped as warm-up)"),
+                      f"after {sizes.warmup_s:g} s of warm-up at that rate; {sizes.warmup_mib} MiB "
+                      "produced and consumed on each broker after start-up, unmeasured"),
             "both brokers": ", ".join(f"{k}={v}" for k, v in COMMON.items()),
             "Kafka only": ("KRaft combined broker+controller on loopback, share.coordinator.state.topic "
                            "replication 1 / min.isr 1, JVM options of kafka-server-start.sh "
                            f"({' '.join(kafka_dist.SERVER_HEAP)}, G1) ; everything else default"),
-            "kbroker only": "python -m kbroker serve (tests/compat/broker_process.py), everything else default",
+            "kbroker only": ("python -m kbroker serve (tests/compat/broker_process.py), its modules "
+                             "byte-compiled first as a wheel install does; everything else default"),
             "producers": ("confluent-kafka and ProducerPerformance: linger.ms=5, batch.size=1048576, "
-                          "no compression, 8 partitions, unthrottled; latency producer linger.ms=1, acks=1, "
+                          "no compression, 8 partitions, unthrottled; latency producer linger.ms=5, acks=1, "
                           "100-byte values, consumer in a separate process"),
         },
         "figures": figures,
