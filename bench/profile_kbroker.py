@@ -12,7 +12,10 @@ file at exit) and tabulates the top functions by cumulative and by own time:
 * produce, Java idempotent: ProducerPerformance 100 B acks=all (workload 2; the Java
   producer is idempotent by default with acks=all, so this is the sequence-checking path);
 * consume: the data of the first part read back by a confluent-kafka consumer from a broker
-  restarted on the same data dir (workload 3), so its profile holds no produce.
+  restarted on the same data dir (workload 3), so its profile holds no produce;
+* consume, Java: the same topic read by ConsumerPerformance (a subscribed group member);
+* latency: records at 10,000/s read back as they arrive (workload 4), where the broker
+  handles many small produce requests and wakes a parked fetch for each.
 
 cProfile sees the event-loop (main) thread only, where every request is handled; the
 background thread (retention, flushes, checkpoints) is idle in these runs.  Its overhead
@@ -78,6 +81,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mib", type=int, default=256, help="MiB of 1 KiB records per 1 KiB produce run")
     ap.add_argument("--small-records", type=int, default=1_000_000, help="records per 100 B produce run")
+    ap.add_argument("--latency-s", type=float, default=10.0, help="seconds of the latency part")
     ap.add_argument("--out", type=Path, default=RESULTS / "profile.md")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kbroker-profile-"))
@@ -105,9 +109,22 @@ def main() -> None:
         secs = workloads.consume(b, source, n_big)
         return f"{n_big:,} records of 1 KiB, {n_big / secs:,.0f} records/s"
 
+    def consume_java(b: str) -> str:
+        _mbs, rps = kafka_dist.consumer_performance(b, source, n_big)
+        return f"{n_big:,} records of 1 KiB, {rps:,.0f} records/s (its fetch phase)"
+
+    def latency(b: str) -> str:
+        workloads.create_topic(b, "latency")
+        lat = workloads.latency(b, "latency", 10_000, args.latency_s)
+        return (f"{len(lat):,} records at 10,000/s, p50 {workloads.percentile(lat, 50):.1f} ms, "
+                f"p99 {workloads.percentile(lat, 99):.1f} ms")
+
     parts = [("Workload 1: produce, confluent-kafka (1 KiB and 100 B, acks=1 and all)", "data", produce_all),
              ("Workload 2: produce, Java ProducerPerformance 100 B acks=all (idempotent)", "java", produce_java),
-             ("Workload 3: consume, confluent-kafka, the 1 KiB acks=1 topic from the beginning", "data", consume)]
+             ("Workload 3: consume, confluent-kafka, the 1 KiB acks=1 topic from the beginning", "data", consume),
+             ("Workload 3: consume, Java ConsumerPerformance, the same topic", "data", consume_java),
+             ("Workload 4: end-to-end latency at 10,000 records/s (small requests, parked fetches)", "lat",
+              latency)]
     md = ["# Where kbroker's time goes (cProfile)", "",
           f"Made by `make bench-profile` (bench/profile_kbroker.py) on {time.strftime('%Y-%m-%d %H:%M %Z')}. "
           "cProfile sees the broker's event-loop thread, where every request is handled; its "
@@ -131,7 +148,7 @@ def main() -> None:
     old = args.out.read_text() if args.out.exists() else ""
     if FINDINGS_START in old and FINDINGS_END in old:  # hand-written findings survive a re-run
         kept = old[old.index(FINDINGS_START):old.index(FINDINGS_END) + len(FINDINGS_END)]
-        md[5:5] = [kept, ""]
+        md[4:4] = [kept, ""]  # after the title and the intro
     args.out.write_text("\n".join(md))
     print(f"wrote {args.out}")
 
