@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
 
 from log.checkpoint import OffsetCheckpointFile
 from log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT_FILE
+from tests.compat.admin_helpers import wait_until
 from tests.compat.test_confluent_kafka import Rec, consume_all, create_topic, produce_all
 
 N_RECORDS = 100_000
@@ -97,15 +98,14 @@ def wait_cleaned_to(data_dir: Path, topic: str, target: dict[int, int], timeout_
     """Until the cleaner checkpoint says each partition is clean up to ``target`` (Kafka's
     ``cleaner-offset-checkpoint`` format: the first dirty offset of each compacted log)."""
     path = data_dir / CLEANER_OFFSET_CHECKPOINT_FILE
-    deadline = time.monotonic() + timeout_s
-    got: dict = {}
-    while time.monotonic() < deadline:
-        if path.exists():
-            got = OffsetCheckpointFile(str(path)).read()
-            if all(got.get((topic, p), -1) >= off for p, off in target.items()):
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"not cleaned to {target} within {timeout_s}s: checkpoint {got}")
+
+    def cleaned() -> dict:
+        return OffsetCheckpointFile(str(path)).read() if path.exists() else {}
+
+    got = wait_until(cleaned, lambda got: all(got.get((topic, p), -1) >= off for p, off in target.items()),
+                     timeout_s)
+    assert all(got.get((topic, p), -1) >= off for p, off in target.items()), \
+        f"not cleaned to {target} within {timeout_s}s: checkpoint {got}"
 
 
 def assert_view(bootstrap: str, topic: str, partitions: int, want: dict[int, list[tuple[int, Rec]]]) -> None:
@@ -168,10 +168,7 @@ def test_a_kill_9_in_the_middle_of_a_cleaning_loses_nothing_and_the_restarted_br
     records, offsets = fill(b.bootstrap, topic, partitions)
     alter(b.bootstrap, topic, cleanup_policy="compact")
     part_dir = b.data_dir / f"{topic}-0"
-    deadline = time.monotonic() + 60
-    while not any(part_dir.glob("*.cleaned")):
-        assert time.monotonic() < deadline, "the cleaner never started"
-        time.sleep(0.01)
+    assert wait_until(lambda: any(part_dir.glob("*.cleaned")), bool, 60, 0.01), "the cleaner never started"
     b.kill()
 
     del b.overrides["log.cleaner.io.max.bytes.per.second"]
@@ -192,10 +189,8 @@ def test_consumer_offsets_is_compacted_and_the_last_commit_survives_a_kill_9(bro
     finally:
         c.close()
     written = 3000 * 100  # at least: each commit is one batch of one OffsetCommit record
-    deadline = time.monotonic() + 60
-    while (size := log_bytes(b.data_dir, "__consumer_offsets")) > 3 * 16384:
-        assert time.monotonic() < deadline, f"__consumer_offsets still {size} bytes (>= {written} written)"
-        time.sleep(0.1)
+    size = wait_until(lambda: log_bytes(b.data_dir, "__consumer_offsets"), lambda n: n <= 3 * 16384, 60)
+    assert size <= 3 * 16384, f"__consumer_offsets still {size} bytes (>= {written} written)"
 
     b.restart(clean=False)
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g", "enable.auto.commit": False})
