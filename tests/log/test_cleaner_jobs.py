@@ -230,6 +230,7 @@ def test_a_cleaner_thread_cleaning_in_a_loop_beside_appends_reads_and_retention_
     log, cleaner = _setup(tmp_path, cleanup_policy=("compact", "delete"), retention_bytes=12_000)
     stop = threading.Event()
     results, errors = [], []
+    committed = threading.Condition()  # notified after each committed cleaning
 
     def cleaner_loop():
         try:
@@ -238,27 +239,50 @@ def test_a_cleaner_thread_cleaning_in_a_loop_beside_appends_reads_and_retention_
                 if r is None:
                     stop.wait(0.001)  # the backoff
                 else:
-                    results.append(r)
+                    with committed:
+                        results.append(r)
+                        committed.notify_all()
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
+            with committed:
+                committed.notify_all()
+
+    def commits():
+        return sum(r.committed for r in results)
 
     worker = threading.Thread(target=cleaner_loop)
     worker.start()
     written = {}
-    try:
-        for i in range(1500):
+
+    def append_chunk(start):
+        # 50 appends, reads every 7th, then a roll and a retention pass
+        for i in range(start, start + 50):
             info = log.append_as_leader(keyed([(f"k{i % 23}", f"v{i}")], ts=log.clock.milliseconds()))
             written[info.first_offset] = (f"k{i % 23}".encode(), f"v{i}".encode())
-            if i % 50 == 49:
-                log.roll()
-                log.delete_old_segments()
             if i % 7 == 0:
                 got = read_records(log, max(log.log_start_offset, log.log_end_offset - 30))
                 assert all(written[o] == (k, v) for o, k, v in got)
+        log.roll()
+        log.delete_old_segments()
+
+    try:
+        for start in range(0, 1500, 50):
+            append_chunk(start)
+        # How many cleanings overlap the appends depends on how the threads are scheduled
+        # (a busy machine gives the cleaner less time). Until it has committed four, keep
+        # appending one chunk at a time and wait for its next commit: the dirty chunk gives
+        # it work, and the wait ends as soon as it is done (deadline only for a dead thread).
+        start = 1500
+        while commits() < 4 and not errors and start < 1500 + 50 * 40:
+            before = commits()
+            append_chunk(start)
+            start += 50
+            with committed:
+                committed.wait_for(lambda b=before: commits() > b or errors, timeout=60)
     finally:
         stop.set()
         worker.join()
-    assert not errors and sum(r.committed for r in results) > 3 and log.log_start_offset > 0
+    assert not errors and commits() > 3 and log.log_start_offset > 0
     got = read_records(log)
     assert [o for o, _, _ in got] == sorted({o for o, _, _ in got})
     assert all(written[o] == (k, v) for o, k, v in got)
