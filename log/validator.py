@@ -13,18 +13,29 @@ Checks, each raising the ``log.errors`` exception of the Kafka error a producer 
   max.message.bytes (MESSAGE_TOO_LARGE), CRC-32C and structure (CORRUPT_MESSAGE);
 * from clients (``origin=CLIENT``): baseOffset 0, lastOffsetDelta + 1 == recordCount > 0, no
   control batches, a sequence when there is a producer id (INVALID_RECORD);
-* CreateTime timestamps within message.timestamp.before/after.max.ms of ``now_ms``
-  (INVALID_TIMESTAMP).  Checked on the batch header's baseTimestamp and maxTimestamp, not per
-  record: the uncompressed path never decodes records;
-* compacted topics: every record has a key, else INVALID_RECORD naming each keyless record by
-  its index in the batch (``exc.record_errors``, Kafka's ``RecordValidationException``; the
-  Produce handler returns them as v8+ ``record_errors``); this is the one case where records
-  are decoded (Kafka must too).
+* when offsets are assigned (the leader's LogValidator; a follower's append runs none of
+  this, as in Kafka): every record is walked in place (log/record_validation.py; compressed
+  batches are decompressed first): recordCount equals the records really there, each
+  record's length, varints and header count in bounds (INVALID_RECORD with Kafka's
+  InvalidRecordException message; a compressed payload that does not decompress is
+  CORRUPT_MESSAGE); compacted topics need a key on every record (INVALID_RECORD) and, on
+  CreateTime topics, each record's timestamp lies within message.timestamp.before/after.max.ms
+  of ``now_ms`` (INVALID_TIMESTAMP); both name each failing record by its index in
+  ``exc.record_errors`` (Kafka's ``RecordValidationException``, Produce v8+ ``record_errors``).
+  The batch header's own timestamps are not trusted: Kafka checks only the records.
 
 Then, in place: baseOffset := next offset, partitionLeaderEpoch := the leader's epoch (both
-outside the CRC), and for ``message.timestamp.type=LogAppendTime`` the timestamp-type bit and
-maxTimestamp := ``now_ms`` with a new CRC (``wire.record_batch.set_log_append_time``).  A
-partial batch at the end is dropped, as Kafka's ``trimInvalidBytes`` does.
+outside the CRC), and maxTimestamp := the largest record timestamp (CreateTime) or ``now_ms``
+(LogAppendTime, with the timestamp-type bit), with a new CRC only when the header said
+otherwise (Kafka's ``setMaxTimestamp``).  ``max_timestamp`` and the offsets of the max come
+from the records, so the time index, retention and ListOffsets(-3) follow them.  A
+compressed batch whose offset deltas are not 0..n-1 is rebuilt in its codec (Kafka's
+``buildRecordsAndAssignOffsets``, "some older clients do not implement the internal offsets
+correctly"); an uncompressed one is kept as it is (Kafka does not look).  A partial batch at
+the end is dropped, as Kafka's ``trimInvalidBytes`` does.
+
+Cost: for an uncompressed batch the walk is one C pass over the bytes
+(``log._record_scan``), with no allocation per record and no copy.
 """
 
 from __future__ import annotations
@@ -37,19 +48,22 @@ from log.config import LogConfig
 from log.errors import (
     CorruptRecordError,
     InvalidRecordError,
-    InvalidTimestampError,
-    RecordError,
     RecordTooLargeError,
     UnsupportedForMessageFormatError,
 )
 from log.producer_state import AppendOrigin
 from log.recompression import needs_recompression, recompress
+from log.record_validation import MalformedRecordError, check_records, scan_records
 from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
+from wire.compression import decompress
 from wire.errors import CorruptRecordError as WireCorruptRecordError
+from wire.errors import DecodeError
 from wire.record_batch import (
     RecordBatch,
+    TimestampType,
+    build_batch,
     set_base_offset,
-    set_log_append_time,
+    set_max_timestamp,
     set_partition_leader_epoch,
 )
 
@@ -61,31 +75,14 @@ class ValidationResult:
     records: memoryview  # the validated (and patched) bytes, whole batches only
     first_offset: int
     last_offset: int
-    max_timestamp: int
-    shallow_offset_of_max_timestamp: int
+    max_timestamp: int  # largest record timestamp (now_ms for LogAppendTime), -1 if none
+    shallow_offset_of_max_timestamp: int  # last offset of the batch holding it (the time index's)
     log_append_time: int  # now_ms for LogAppendTime topics, else -1
     record_count: int
     source_compression: int
     headers: tuple[BatchHeader, ...]  # per batch, after patching
     last_leader_epoch: int
-
-
-def _check_keys(mv: memoryview, pos: int, topic_partition: tuple[str, int] | None) -> None:
-    """Kafka's LogValidator.validateKey over every record of the batch at ``pos``; all keyless
-    records are reported, then processRecordErrors raises one INVALID_RECORD for them."""
-    tp = f"{topic_partition[0]}-{topic_partition[1]}" if topic_partition else "unknown"
-    errors = []
-    try:
-        for index, record in enumerate(RecordBatch(mv, pos).records()):
-            if record.key is None:
-                errors.append(RecordError(index, f"Compacted topic cannot accept message without key in topic partition {tp}"))
-    except WireCorruptRecordError as e:
-        raise CorruptRecordError(f"Record is corrupt: {e}") from None
-    if errors:
-        shown = "[" + ", ".join(str(e) for e in errors[:3]) + "]"
-        raise InvalidRecordError(f"One or more records have been rejected due to {len(errors)} record errors in total, "
-                                 f"and only showing the first three errors at most: {shown}",
-                                 record_errors=tuple(errors))
+    offset_of_max_timestamp: int = -1  # the record's own offset (Kafka's offsetOfMaxTimestamp)
 
 
 def _writable(buf) -> memoryview:
@@ -95,6 +92,61 @@ def _writable(buf) -> memoryview:
     if mv.readonly:
         return memoryview(bytearray(mv))
     return mv.cast("B") if mv.format != "B" else mv
+
+
+def _walk_records(mv: memoryview, pos: int, h: BatchHeader, now_ms: int, config: LogConfig,
+                  tp: str) -> tuple[int, int, bool]:
+    """Kafka's LogValidator record loop over the batch at ``pos`` (header already checked).
+    Returns (max record timestamp or -1, index of the first record holding it or -1, whether
+    a compressed batch must be rebuilt because its offset deltas are not 0..n-1)."""
+    count = h.record_count
+    if count <= 0:
+        return -1, -1, False
+    end = pos + h.batch_length + LOG_OVERHEAD
+    if h.compression:
+        try:
+            data = decompress(h.compression, mv[pos + HEADER_SIZE : end])
+        except DecodeError as e:
+            raise CorruptRecordError(f"Record batch payload cannot be decompressed: {e}") from None
+        start, stop = 0, len(data)
+    else:
+        data, start, stop = mv, pos + HEADER_SIZE, end
+    try:
+        scan = scan_records(data, start, stop, count)
+    except MalformedRecordError as e:
+        raise InvalidRecordError(str(e)) from None
+    log_append = config.log_append_time
+    check_records(scan, data, start, stop, count, base_offset=h.base_offset,
+                  base_timestamp=h.base_timestamp, batch_max_timestamp=h.max_timestamp,
+                  batch_log_append_time=h.is_log_append_time, topic_log_append_time=log_append,
+                  compacted=config.compact, now_ms=now_ms,
+                  before_max_ms=config.message_timestamp_before_max_ms,
+                  after_max_ms=config.message_timestamp_after_max_ms, topic_partition=tp)
+    if h.is_log_append_time:  # every record reads as the batch's maxTimestamp
+        max_ts, index = h.max_timestamp, 0
+    else:
+        max_ts, index = h.base_timestamp + scan.max_ts_delta, scan.index_of_max
+    if max_ts <= -1:  # Kafka keeps the max from NO_TIMESTAMP (-1) with a strict '>'
+        max_ts, index = -1, -1
+    return max_ts, index, bool(h.compression) and not scan.offsets_in_order
+
+
+def _rebuild(mv: memoryview, pos: int, h: BatchHeader, log_append_time: int | None) -> bytes:
+    """Kafka's buildRecordsAndAssignOffsets in the batch's own codec: the records with offset
+    deltas 0..n-1, everything else of the batch kept (timestamps as the records read)."""
+    tt = TimestampType.LOG_APPEND_TIME if log_append_time is not None else TimestampType.CREATE_TIME
+    try:
+        records = list(RecordBatch(mv, pos).records())
+    except WireCorruptRecordError as e:  # e.g. a header key that is not UTF-8
+        raise CorruptRecordError(f"Record is corrupt: {e}") from None
+    out = bytearray(build_batch(
+        records, base_offset=h.base_offset, compression=h.compression,
+        timestamp_type=tt, producer_id=h.producer_id, producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence, is_transactional=h.is_transactional,
+        partition_leader_epoch=h.partition_leader_epoch))
+    if log_append_time is not None:
+        set_max_timestamp(out, 0, TimestampType.LOG_APPEND_TIME, log_append_time)
+    return bytes(out)
 
 
 def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogConfig,
@@ -107,10 +159,13 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
     pos = 0
     offset = next_offset
     headers: list[BatchHeader] = []
-    max_timestamp, shallow_offset_of_max = -1, -1
+    max_timestamp, shallow_offset_of_max, offset_of_max = -1, -1, -1
     record_count = 0
     source_compression = 0
     log_append = config.log_append_time
+    tp = f"{topic_partition[0]}-{topic_partition[1]}" if topic_partition else "unknown"
+    rebuilt: dict[int, bytes] = {}  # batch index -> its rebuilt bytes (compressed, deltas out of order)
+    sizes: list[int] = []  # each batch's size as sent
     while n - pos >= LOG_OVERHEAD:
         if n - pos < HEADER_SIZE:
             break
@@ -147,46 +202,47 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
                 raise InvalidRecordError("Clients are not allowed to write control records")
             if h.has_producer_id and h.base_sequence < 0:
                 raise InvalidRecordError("Invalid sequence number")
-        if not log_append and not h.is_log_append_time:
-            for ts in (h.base_timestamp, h.max_timestamp):
-                if ts != -1 and (now_ms - ts > config.message_timestamp_before_max_ms
-                                 or ts - now_ms > config.message_timestamp_after_max_ms):
-                    raise InvalidTimestampError(
-                        f"Timestamp {ts} of message is out of range. The timestamp should be within "
-                        f"[{now_ms - config.message_timestamp_before_max_ms}, {now_ms + config.message_timestamp_after_max_ms}]")
-        if config.compact and not h.is_control:
-            _check_keys(mv, pos, topic_partition)
         if assign_offsets:
+            batch_max, index_of_max, rebuild = _walk_records(mv, pos, h, now_ms, config, tp)
             set_base_offset(mv, pos, offset)
             if partition_leader_epoch >= 0:
                 set_partition_leader_epoch(mv, pos, partition_leader_epoch)
             if log_append:
-                set_log_append_time(mv, pos, now_ms)
-                h = parse_header(mv, pos)
+                batch_max, index_of_max = now_ms, 0
+                set_max_timestamp(mv, pos, TimestampType.LOG_APPEND_TIME, now_ms)
             else:
-                h = h._replace(base_offset=offset, partition_leader_epoch=partition_leader_epoch
-                               if partition_leader_epoch >= 0 else h.partition_leader_epoch)
-        elif h.base_offset < offset:
-            raise InvalidRecordError(f"Out of order offsets: batch at {h.base_offset} below {offset}")
+                set_max_timestamp(mv, pos, TimestampType.CREATE_TIME, batch_max)
+            h = parse_header(mv, pos)
+            if rebuild:
+                data = _rebuild(mv, pos, h, now_ms if log_append else None)
+                rebuilt[len(headers)] = data
+                h = parse_header(data, 0)
+            if batch_max > max_timestamp:
+                max_timestamp, shallow_offset_of_max = batch_max, h.base_offset + h.last_offset_delta
+                offset_of_max = h.base_offset + index_of_max
+        else:
+            if h.base_offset < offset:
+                raise InvalidRecordError(f"Out of order offsets: batch at {h.base_offset} below {offset}")
+            if h.max_timestamp > max_timestamp:  # a follower keeps the leader's header
+                max_timestamp = h.max_timestamp
+                shallow_offset_of_max = offset_of_max = h.base_offset + h.last_offset_delta
         offset = h.base_offset + h.last_offset_delta + 1
-        if h.max_timestamp > max_timestamp:
-            max_timestamp, shallow_offset_of_max = h.max_timestamp, offset - 1
         record_count += h.record_count
         if h.compression:
             source_compression = h.compression
         headers.append(h)
+        sizes.append(size)
         pos += size
     if not headers:
         raise CorruptRecordError("The record set holds no complete record batch")
     records = mv[:pos]
+    if rebuilt:
+        records = _splice(records, sizes, rebuilt)
+        _check_sizes(headers, config)
     if assign_offsets and needs_recompression(config, headers):
         out, headers = recompress(records, headers, config, now_ms if log_append else None)
         records = memoryview(out)
-        for h in headers:  # Kafka checks the rewritten batches' sizes again
-            if h.batch_length + LOG_OVERHEAD > config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"The record batch size in the append is {h.batch_length + LOG_OVERHEAD} bytes which "
-                    f"exceeds the maximum configured value of {config.max_message_bytes}.")
+        _check_sizes(headers, config)
         max_timestamp, shallow_offset_of_max = -1, -1
         for h in headers:
             if h.max_timestamp > max_timestamp:
@@ -202,4 +258,25 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
         source_compression=source_compression,
         headers=tuple(headers),
         last_leader_epoch=headers[-1].partition_leader_epoch,
+        offset_of_max_timestamp=offset_of_max,
     )
+
+
+def _check_sizes(headers: list[BatchHeader], config: LogConfig) -> None:
+    """Kafka checks rewritten batches' sizes against max.message.bytes again."""
+    for h in headers:
+        if h.batch_length + LOG_OVERHEAD > config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"The record batch size in the append is {h.batch_length + LOG_OVERHEAD} bytes which "
+                f"exceeds the maximum configured value of {config.max_message_bytes}.")
+
+
+def _splice(records: memoryview, sizes: list[int], rebuilt: dict[int, bytes]) -> memoryview:
+    """The record set with the rebuilt batches in place of the originals (``sizes``: each
+    original batch's size in bytes)."""
+    out = bytearray()
+    pos = 0
+    for i, size in enumerate(sizes):
+        out += rebuilt[i] if i in rebuilt else records[pos : pos + size]
+        pos += size
+    return memoryview(out)

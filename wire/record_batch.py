@@ -83,6 +83,7 @@ __all__ = [
     "iter_batches",
     "set_base_offset",
     "set_log_append_time",
+    "set_max_timestamp",
     "set_partition_leader_epoch",
 ]
 
@@ -571,6 +572,29 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, now_ms: int) -> N
     _I16.pack_into(buf, pos + _ATTRIBUTES, attributes)
     _I64.pack_into(buf, pos + _MAX_TIMESTAMP, now_ms)
     _U32.pack_into(buf, pos + _CRC, _compute_crc(buf, pos, end))
+
+
+def set_max_timestamp(buf: bytearray | memoryview, pos: int, timestamp_type: TimestampType | int,
+                      max_timestamp: int) -> bool:
+    """Kafka's ``DefaultRecordBatch.setMaxTimestamp``: give the batch at ``pos`` this timestamp
+    type and maxTimestamp, recomputing the CRC; nothing is written (False) when both are
+    already so.  As Kafka's ``computeAttributes`` does, the rewritten attributes keep only
+    the codec, transactional and control bits plus the timestamp type (a client batch has
+    no other bit).  True when the batch was rewritten.
+    """
+    attributes = _I16.unpack_from(buf, pos + _ATTRIBUTES)[0]
+    log_append = TimestampType(timestamp_type) is TimestampType.LOG_APPEND_TIME
+    if bool(attributes & TIMESTAMP_TYPE_BIT) == log_append and \
+            _I64.unpack_from(buf, pos + _MAX_TIMESTAMP)[0] == max_timestamp:
+        return False
+    end = pos + LOG_OVERHEAD + _I32.unpack_from(buf, pos + _LENGTH)[0]
+    attributes &= COMPRESSION_MASK | TRANSACTIONAL_BIT | CONTROL_BIT
+    if log_append:
+        attributes |= TIMESTAMP_TYPE_BIT
+    _I16.pack_into(buf, pos + _ATTRIBUTES, attributes)
+    _I64.pack_into(buf, pos + _MAX_TIMESTAMP, max_timestamp)
+    _U32.pack_into(buf, pos + _CRC, _compute_crc(buf, pos, end))
+    return True
 
 
 # --------------------------------------------------------------------------- building
