@@ -5,20 +5,23 @@ Theory of operation
 A port of Kafka's classic group coordinator (``GroupMetadataManager`` classic parts,
 ``ClassicGroup``, ``OffsetMetadataManager``).  One :class:`GroupCoordinator` owns every
 group of the broker.  Each API method takes the *decoded* request and its API version and
-returns a :class:`Result`:
+returns a :class:`Result` (``result.py``):
 
-* ``records``: ``[Record(key: bytes, value: bytes | None)]`` to append to
-  ``__consumer_offsets`` (partition ``coordinator.partition_for(group_id)``) as Kafka
-  writes them (``records.py``).  Append them **before** sending any response produced by
-  the same call, including parked responses completed by it.
+* ``writes``: ``[Write(group_id, records, on_appended)]``, each to append as one batch to
+  ``__consumer_offsets`` partition ``coordinator.partition_for(group_id)`` (records as
+  Kafka writes them, ``records.py``), then ``result.appended(errors)`` with each append's
+  outcome (``ErrorCode.NONE`` or the log's error).  That runs the continuations (store,
+  then propagate: offsets become visible, a SyncGroup assignment reaches the members, or
+  the mapped error is answered, ``append_errors.py``) and releases the parked answers the
+  call completed; it returns a follow-up Result (e.g. the rebalance after a failed
+  SyncGroup store) to treat the same way.  A Result without writes is settled already.
 * ``response``: the answer (Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-  OffsetDelete, DescribeGroups, ListGroups, DeleteGroups), or
+  OffsetDelete, DescribeGroups, ListGroups, DeleteGroups), final once settled, or
 * ``pending``: JoinGroup and SyncGroup always return a :class:`Pending`.  It may already be
-  ``done()`` (answer now with ``pending.response``); otherwise register
-  ``pending.add_done_callback(fn)``: ``fn(response)`` runs synchronously inside whichever
-  later coordinator call completes it (another member's request or ``poll``), and that
-  call's ``Result.records`` must be appended before ``fn``'s response is sent.  In asyncio:
-  resolve a future in ``fn``; the handler that made the call appends before awaiting.
+  ``done()`` once settled (answer with ``pending.response``); otherwise register
+  ``pending.add_done_callback(fn)``: ``fn(response)`` runs when a later call (another
+  member's request or ``poll``) that completed it has had its writes appended.  In
+  asyncio: resolve a future in ``fn``.
 
 Time and timers are injected: the coordinator reads ``clock.milliseconds()`` and keeps its
 deadlines in ``timers.Timers`` (member sessions, KIP-394 pending member ids, join phase /
@@ -38,15 +41,19 @@ Rules
 * Membership state changes in place (Kafka writes classic-group records without replaying
   them); offset state changes only by replaying the records the call produced, so a live
   coordinator and one rebuilt from the log agree.
-* The adapter owns: request headers/versions -> shape of FindCoordinator, v8 OffsetFetch
-  is shaped here; appending records and failing the call if the append fails (Kafka maps
-  append errors to COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR; state here has already
-  moved, which the adapter can only repair by reloading the partition).
+* Store, then propagate: no member or client sees a state whose record is not appended.
+  Kafka's exceptions are kept: membership moves that only log a failed store in Kafka
+  (a new Empty group, a member leaving, expiry and deletion tombstones) change state
+  first, as there.
+* The adapter owns: request headers/versions -> shape of FindCoordinator (v8 OffsetFetch
+  is shaped here); appending the writes and reporting their outcomes, in order per
+  partition; the ``__consumer_offsets`` partition count (``offsets_topic_partitions``).
 * No asyncio, sockets or threads here (import-linter enforces it).
 
 Modules: ``coordinator`` (facade, per-version shaping, timers, replay), ``group_manager``
 (Join/Sync/Heartbeat/Leave), ``classic_group`` / ``member`` / ``group_state`` (the state
-machine), ``offsets``, ``records``, ``timers``, ``pending``, ``java_hash``, ``config``.
+machine), ``offsets``, ``records``, ``result`` (Result, Write), ``append_errors``,
+``timers``, ``pending``, ``java_hash``, ``config``.
 """
 
 from groups.classic_group import ClassicGroup
@@ -56,9 +63,9 @@ from groups.group_state import GroupState
 from groups.java_hash import java_string_hash, partition_for
 from groups.pending import Pending
 from groups.records import Record
-from groups.result import Result
+from groups.result import Result, Write
 
 __all__ = [
     "GroupCoordinator", "GroupConfig", "GroupState", "ClassicGroup", "Pending", "Result",
-    "Record", "partition_for", "java_string_hash",
+    "Record", "Write", "partition_for", "java_string_hash",
 ]

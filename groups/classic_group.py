@@ -90,6 +90,9 @@ class ClassicGroup:
     def member(self, member_id: str) -> ClassicGroupMember:
         return self.members[member_id]
 
+    def member_or_none(self, member_id: str) -> ClassicGroupMember | None:
+        return self.members.get(member_id)
+
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id is not None and self.leader_id == member_id
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from groups.append_errors import offset_commit_error
 from groups.classic_group import ClassicGroup
 from groups.config import GroupConfig
 from groups.group_manager import GroupManager
@@ -21,8 +22,8 @@ from groups.member import ClassicGroupMember
 from groups.offsets import OffsetManager
 from groups.pending import Pending
 from groups.records import Record, decode_key, decode_value, group_metadata_tombstone
-from groups.responses import fix_join_for_version, join_error, sync_error
-from groups.result import Result
+from groups.responses import join_error, sync_error
+from groups.result import Result, Write
 from groups.timers import Timers
 from log.clock import Clock
 from wire.error_codes import ErrorCode
@@ -62,6 +63,9 @@ class GroupCoordinator:
     ``new_uuid`` makes member ids deterministic in tests (Kafka: ``UUID.randomUUID()``).
     ``loading`` starts False; ``begin_load()`` / ``complete_load()`` bracket a replay of
     ``__consumer_offsets`` during which group requests answer COORDINATOR_LOAD_IN_PROGRESS.
+    ``offsets_topic_partitions`` is the partition count of ``__consumer_offsets``: the
+    config's until the adapter sets the count of the topic it found on disk (Kafka reads it
+    from the topic's metadata; ``offsets.topic.num.partitions`` only applies at creation).
     """
 
     def __init__(self, config: GroupConfig | None = None, clock: Clock | None = None, *,
@@ -77,6 +81,7 @@ class GroupCoordinator:
         self.members = GroupManager(self.groups, self.config, clock, self.timers, new_uuid)
         self.offsets = OffsetManager(self.groups, self.config)
         self.loading = False
+        self.offsets_topic_partitions = self.config.offsets_topic_num_partitions
         self._schedule_expiry()
 
     # -- helpers ---------------------------------------------------------------------------
@@ -85,11 +90,20 @@ class GroupCoordinator:
         return self.clock.milliseconds()
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.config.offsets_topic_num_partitions)
+        """The ``__consumer_offsets`` partition holding ``group_id``'s records."""
+        return partition_for(group_id, self.offsets_topic_partitions)
 
-    def _result(self, response=None, pending: Pending | None = None) -> Result:
-        records = self.members.take_records()
-        return Result(records=records, response=response, pending=pending)
+    def _result(self, response=None, pending: Pending | None = None,
+                writes: list[Write] | None = None) -> Result:
+        """The call's Result: ``writes`` (this call's own, first), then whatever the
+        membership code emitted, and the parked answers it completed.  Without writes the
+        answers are released at once (nothing to store first)."""
+        emitted, deliveries = self.members.take()
+        out = Result(writes=(writes or []) + emitted, response=response, pending=pending,
+                     deliveries=deliveries, follow_up=self._result)
+        if not out.writes:
+            out.appended()
+        return out
 
     def _schedule_expiry(self) -> None:
         self.timers.schedule(EXPIRY_KEY, self._now() + self.config.offsets_retention_check_interval_ms,
@@ -114,20 +128,25 @@ class GroupCoordinator:
     on_timer = poll
 
     def _run_expiry(self) -> None:
-        self.members._out.extend(self.cleanup_group_metadata())
+        by_group: dict[str, list[Record]] = {}
+        for group_id, record in self._cleanup_group_metadata():
+            by_group.setdefault(group_id, []).append(record)
+        for group_id, records in by_group.items():
+            self.members.add_write(Write(group_id, records))
         self._schedule_expiry()
 
-    def cleanup_group_metadata(self) -> list[Record]:
+    def _cleanup_group_metadata(self) -> list[tuple[str, Record]]:
         """Kafka's ``cleanupGroupMetadata``: expire offsets, delete Empty groups left with
-        none.  Records are applied here; the caller persists them."""
+        none.  Applied here, before the tombstones are stored, as Kafka does (a failed append
+        is only logged: the offsets come back after a restart and expire again)."""
         now = self._now()
-        records: list[Record] = []
+        records: list[tuple[str, Record]] = []
         for group in list(self.groups.values()):
             expired, all_gone = self.offsets.expire(group, now)
-            records.extend(expired)
+            records.extend((group.group_id, r) for r in expired)
             self.offsets.apply(expired, now)
             if all_gone and group.is_in(GroupState.EMPTY):
-                records.append(group_metadata_tombstone(group.group_id))
+                records.append((group.group_id, group_metadata_tombstone(group.group_id)))
                 self._remove_group(group)
         return records
 
@@ -151,7 +170,7 @@ class GroupCoordinator:
                   <= self.config.group_max_session_timeout_ms):
             early = E.INVALID_SESSION_TIMEOUT
         if early is not None:
-            pending = Pending("JoinGroup", version, fix_join_for_version)
+            pending = self.members.new_pending("JoinGroup", version)
             pending.complete(join_error(req.member_id, early))
             return self._result(pending=pending)
         pending = self.members.join_group(req, version, client_id, client_host)
@@ -162,7 +181,7 @@ class GroupCoordinator:
         early = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else (
             E.INVALID_GROUP_ID if not req.group_id else None)
         if early is not None:
-            pending = Pending("SyncGroup", version)
+            pending = self.members.new_pending("SyncGroup", version)
             pending.complete(sync_error(early))
             return self._result(pending=pending)
         return self._result(pending=self.members.sync_group(req, version))
@@ -184,20 +203,37 @@ class GroupCoordinator:
     # -- offsets ---------------------------------------------------------------------------
 
     def offset_commit(self, req: OffsetCommitRequest, version: int) -> Result:
-        """OffsetCommit v2-8 (generation -1 + empty member id: a simple commit)."""
+        """OffsetCommit v2-8 (generation -1 + empty member id: a simple commit).
+
+        Store, then propagate (Kafka's ``storeOffsets``): the offsets become visible to
+        OffsetFetch, and a simple group is created for them, only once their records are
+        appended; if the append fails, every partition that was to be stored answers the
+        mapped error (``append_errors.offset_commit_error``) and nothing changes."""
         if self.loading:
             return self._result(_commit_error(req, E.COORDINATOR_LOAD_IN_PROGRESS))
         now = self._now()
         group = self.groups.get(req.group_id)
         response, records = self.offsets.commit(req, version, now, group)
-        if group is None and req.generation_id_or_member_epoch < 0:
+        if group is None and req.generation_id_or_member_epoch < 0 and not records:
+            # Nothing to store (every metadata too large): Kafka still adds the simple group.
             group = self.members.get_or_create(req.group_id, True)
-        self.offsets.apply(records, now)
         if group is not None and req.generation_id_or_member_epoch >= 0 and records:
             self.members.touch_member(group, req.member_id)
-        out = self._result(response)
-        out.records = records + out.records
-        return out
+        if not records:
+            return self._result(response)
+
+        def on_appended(append_error: ErrorCode) -> None:
+            if append_error is E.NONE:
+                # Replay creates the simple group of an assign()-mode consumer if needed.
+                self.offsets.apply(records, now)
+                return
+            code = int(offset_commit_error(append_error))
+            for topic in response.topics:
+                for partition in topic.partitions:
+                    if partition.error_code == E.NONE:
+                        partition.error_code = code
+
+        return self._result(response, writes=[Write(req.group_id, records, on_appended)])
 
     def fetch_group_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
                             ) -> list:
@@ -234,16 +270,15 @@ class GroupCoordinator:
             return self._result(OffsetDeleteResponse(
                 error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
         response, records = self.offsets.delete(req)
+        # Removed before the tombstones are stored, as Kafka's cleanupGroupMetadata does.
         self.offsets.apply(records, self._now())
-        out = self._result(response)
-        out.records = records + out.records
-        return out
+        return self._result(response, writes=[Write(req.group_id, records)] if records else None)
 
     # -- admin -----------------------------------------------------------------------------
 
     def delete_groups(self, req: DeleteGroupsRequest, version: int) -> Result:
         """DeleteGroups v0-2: offsets tombstones then the group tombstone, per group."""
-        records: list[Record] = []
+        writes: list[Write] = []
         results = []
         for group_id in req.groups_names:
             code = E.NONE
@@ -255,14 +290,14 @@ class GroupCoordinator:
             elif not group.is_in(GroupState.EMPTY):
                 code = E.NON_EMPTY_GROUP
             else:
-                records.extend(self.offsets.delete_all(group_id))
+                # Removed before the tombstones are stored, as Kafka's deleteGroups does.
+                records = self.offsets.delete_all(group_id)
                 records.append(group_metadata_tombstone(group_id))
+                writes.append(Write(group_id, records))
                 self._remove_group(group)
             results.append(DeleteGroupsResponse.DeletableGroupResult(
                 group_id=group_id, error_code=int(code)))
-        out = self._result(DeleteGroupsResponse(results=results))
-        out.records = records + out.records
-        return out
+        return self._result(DeleteGroupsResponse(results=results), writes=writes)
 
     def list_groups(self, req: ListGroupsRequest, version: int) -> Result:
         """ListGroups v0-4 (states filter v4+, case-insensitive like Kafka)."""

@@ -9,8 +9,14 @@ Group state here changes directly, as in Kafka (its classic-group records are wr
 ``replayRecords = false``); the records this emits are what Kafka persists: an empty
 GroupMetadata record when a JoinGroup creates a group, the group's metadata and assignment
 when the leader's SyncGroup completes a rebalance, an Empty group when the last member
-leaves, and a static member's new member id.  Appending always succeeds from this module's
-point of view: the adapter must not answer when the append fails (see ``__init__``).
+leaves, and a static member's new member id.
+
+Store, then propagate: the leader's SyncGroup emits the group's record with a continuation
+(``result.Write.on_appended``); only once it is appended is the assignment set on the
+members and the parked SyncGroups answered (Kafka's ``storeGroup`` callback).  If the append
+fails, every parked SyncGroup answers the mapped error and the group rebalances again.  A
+static member's new id is kept only once its record is appended.  Every parked answer is
+released by the adapter after the call's records are appended (``Pending`` outbox).
 
 Timers (``timers.Timers``, keys as in Kafka): ``heartbeat-<group>-<member>`` is a member's
 session (or, for a member added by a join, the new-member join timeout; for a KIP-394
@@ -23,6 +29,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+from groups.append_errors import group_metadata_error
 from groups.classic_group import ClassicGroup, GroupError
 from groups.config import GroupConfig
 from groups.group_state import GroupState
@@ -30,6 +37,7 @@ from groups.member import EMPTY_ASSIGNMENT, ClassicGroupMember
 from groups.pending import Pending
 from groups.records import Record, group_metadata_record
 from groups.responses import fix_join_for_version, join_error, sync_error
+from groups.result import Write
 from groups.timers import Timers
 from log.clock import Clock
 from wire.error_codes import ErrorCode
@@ -112,19 +120,33 @@ class GroupManager:
         self.clock = clock
         self.timers = timers
         self._new_uuid = new_uuid or (lambda: str(uuid.uuid4()))
-        self._out: list[Record] = []
+        self._out: list[Write] = []
+        # Parked answers completed since the last take(): released after the append.
+        self.outbox: list[Pending] = []
 
     # -- plumbing --------------------------------------------------------------------------
 
     def _now(self) -> int:
         return self.clock.milliseconds()
 
-    def take_records(self) -> list[Record]:
+    def take(self) -> tuple[list[Write], list[Pending]]:
+        """The writes and completed answers since the last take (one call's worth)."""
         out, self._out = self._out, []
-        return out
+        done = self.outbox[:]
+        self.outbox.clear()  # in place: every Pending holds this list
+        return out, done
 
-    def _emit(self, record: Record) -> None:
-        self._out.append(record)
+    def add_write(self, write: Write) -> None:
+        self._out.append(write)
+
+    def _emit(self, record: Record, group_id: str,
+              on_appended: Callable[[ErrorCode], None] | None = None) -> None:
+        self._out.append(Write(group_id, [record], on_appended))
+
+    def new_pending(self, api: str, version: int) -> Pending:
+        """A parked answer whose release waits for its call's records."""
+        normalize = fix_join_for_version if api == "JoinGroup" else None
+        return Pending(api, version, normalize, self.outbox)
 
     def _schedule(self, key: str, delay_ms: int, fn: Callable[[], None]) -> None:
         self.timers.schedule(key, self._now() + max(0, delay_ms), fn)
@@ -142,7 +164,7 @@ class GroupManager:
                    client_host: str) -> Pending:
         """Kafka's ``classicGroupJoinToClassicGroup`` (the caller checked group id and
         session timeout bounds)."""
-        pending = Pending("JoinGroup", version, fix_join_for_version)
+        pending = self.new_pending("JoinGroup", version)
         member_id = req.member_id
         is_unknown = member_id == ""
         is_new_group = req.group_id not in self.groups
@@ -159,7 +181,8 @@ class GroupManager:
         else:
             self._join_existing_member(req, version, group, client_id, client_host, pending)
         if is_new_group and len(self._out) == records_before:
-            self._emit(group_metadata_record(empty_group_metadata_value(group), group.group_id))
+            self._emit(group_metadata_record(empty_group_metadata_value(group), group.group_id),
+                       group.group_id)
         return pending
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -293,6 +316,9 @@ class GroupManager:
     def _update_static_member_then_rebalance_or_complete_join(
             self, req, version, group, old_id, new_id, pending) -> None:
         current_leader = group.leader_id
+        old_member = group.member(old_id)
+        old_settings = (old_member.protocols, old_member.rebalance_timeout_ms,
+                        old_member.session_timeout_ms)
         new_member = group.replace_static_member(req.group_instance_id, old_id, new_id)
         self.timers.cancel(heartbeat_key(group.group_id, old_id))
         self._reschedule_heartbeat(group, new_member)
@@ -305,9 +331,10 @@ class GroupManager:
                 # leader that restarted acts as a follower and just syncs its assignment back
                 # (JoinGroup v9+ would instead skip the assignment for the leader).
                 self._emit(group_metadata_record(
-                    group_metadata_value(group, group.group_assignment()), group.group_id))
-                group.complete_join(new_member, self._join_response(
-                    group, new_id, with_members=False, leader=current_leader))
+                    group_metadata_value(group, group.group_assignment()), group.group_id),
+                    group.group_id, self._on_static_member_stored(
+                        group, req.group_instance_id, old_id, new_member, old_settings,
+                        current_leader, pending))
             else:
                 self._maybe_prepare_rebalance_or_complete_join(group)
         elif group.is_in(COMPLETING):
@@ -315,6 +342,34 @@ class GroupManager:
             self._prepare_rebalance(group)
         else:
             self._maybe_complete_join_phase(group)
+
+    def _on_static_member_stored(self, group: ClassicGroup, instance_id: str, old_id: str,
+                                 new_member: ClassicGroupMember, old_settings, current_leader,
+                                 pending: Pending) -> Callable[[ErrorCode], None]:
+        """Kafka's callback in ``updateStaticMemberThenRebalanceOrCompleteJoin``: answer the
+        join once the new member id is stored; if it was not, go back to the old id (the
+        record on disk still names it) and answer the mapped error."""
+        new_id = new_member.member_id
+
+        def on_appended(append_error: ErrorCode) -> None:
+            if group.member_or_none(new_id) is not new_member:
+                return  # replaced or removed meanwhile: its parked join was answered then
+            if append_error is E.NONE:
+                group.complete_join(new_member, self._join_response(
+                    group, new_id, with_members=False, leader=current_leader))
+                return
+            protocols, rebalance_ms, session_ms = old_settings
+            group.update_member(new_member, protocols, rebalance_ms, session_ms, None)
+            self.timers.cancel(heartbeat_key(group.group_id, new_id))
+            old_member = group.replace_static_member(instance_id, new_id, old_id)
+            self._reschedule_heartbeat(group, old_member)
+            pending.complete(JoinGroupResponse(
+                error_code=int(group_metadata_error(append_error)), member_id="",
+                generation_id=group.generation_id, protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name, leader=current_leader or "",
+                skip_assignment=False, members=[]))
+
+        return on_appended
 
     # -- rebalance -------------------------------------------------------------------------
 
@@ -386,7 +441,7 @@ class GroupManager:
             return
         group.init_next_generation(self._now())
         if group.is_in(EMPTY):
-            self._emit(group_metadata_record(group_metadata_value(group, {}), gid))
+            self._emit(group_metadata_record(group_metadata_value(group, {}), gid), gid)
             return
         for member in list(group.members.values()):
             response = self._join_response(group, member.member_id,
@@ -466,7 +521,7 @@ class GroupManager:
 
     def sync_group(self, req: SyncGroupRequest, version: int) -> Pending:
         """Kafka's ``classicGroupSync``."""
-        pending = Pending("SyncGroup", version)
+        pending = self.new_pending("SyncGroup", version)
         group = self.groups.get(req.group_id)
         if group is None or group.is_in(EMPTY):
             pending.complete(sync_error(E.UNKNOWN_MEMBER_ID))
@@ -485,9 +540,8 @@ class GroupManager:
                 for member_id in group.members:
                     assignment.setdefault(member_id, EMPTY_ASSIGNMENT)
                 self._emit(group_metadata_record(group_metadata_value(group, assignment),
-                                                 group.group_id))
-                self._set_and_propagate_assignment(group, assignment)
-                group.transition_to(STABLE, self._now())
+                                                 group.group_id), group.group_id,
+                           self._on_assignment_stored(group, assignment))
         elif group.is_in(STABLE):
             self._remove_pending_sync_member(group, req.member_id)
             member = group.member(req.member_id)
@@ -495,6 +549,27 @@ class GroupManager:
                 error_code=0, protocol_type=group.protocol_type,
                 protocol_name=group.protocol_name, assignment=member.assignment))
         return pending
+
+    def _on_assignment_stored(self, group: ClassicGroup,
+                              assignment: dict[str, bytes]) -> Callable[[ErrorCode], None]:
+        """Kafka's ``storeGroup`` callback in ``classicGroupSync``: another member may have
+        joined (or the group been deleted) while the record was being appended, so act only
+        if the group is still completing the same generation."""
+        generation = group.generation_id
+
+        def on_appended(append_error: ErrorCode) -> None:
+            if self.groups.get(group.group_id) is not group or not group.is_in(COMPLETING) \
+                    or group.generation_id != generation:
+                return
+            if append_error is E.NONE:
+                self._set_and_propagate_assignment(group, assignment)
+                group.transition_to(STABLE, self._now())
+            else:
+                self._reset_and_propagate_assignment_with_error(
+                    group, group_metadata_error(append_error))
+                self._maybe_prepare_rebalance_or_complete_join(group)
+
+        return on_appended
 
     def _validate_sync(self, group: ClassicGroup, req: SyncGroupRequest, version: int):
         if group.is_in(DEAD):

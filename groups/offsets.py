@@ -1,8 +1,9 @@
 """Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and expiry.
 
 A port of Kafka's ``OffsetMetadataManager`` for classic groups.  Unlike membership, offsets
-change only by replaying records: a commit builds OffsetCommit records and replays them at
-once, so the live map and a map rebuilt from ``__consumer_offsets`` cannot drift.
+change only by replaying records: a commit builds OffsetCommit records and replays them once
+they are appended (the coordinator's continuation), so the live map and a map rebuilt from
+``__consumer_offsets`` cannot drift.
 
 Rules kept from Kafka:
 

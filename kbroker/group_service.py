@@ -4,11 +4,15 @@ Its jobs, and nothing else:
 * ``__consumer_offsets``: created on the first FindCoordinator (as Kafka does) with
   ``offsets.topic.num.partitions`` partitions, ``cleanup.policy=compact`` and
   ``segment.bytes=offsets.topic.segment.bytes``; on start-up every existing partition is
-  replayed into the coordinator (begin_load / replay / complete_load).
-* Appending each call's records, one batch per partition (``partition_for(group)``), before
-  any response of that call leaves.  The group id is read from the record key (every
-  classic record key is int16 version + group string), so records from ``poll()`` that
-  span several groups land in the right partitions.
+  replayed into the coordinator (begin_load / replay / complete_load).  A topic found on
+  disk keeps its own partition count: the coordinator hashes group ids over it, whatever
+  ``offsets.topic.num.partitions`` says now (Kafka reads the count from the topic).
+* Store, then propagate (``groups.result``): each write of a coordinator call is appended
+  as one batch to its group's partition, its outcome (NONE, or the log's error code) is
+  reported with ``Result.appended``, follow-ups likewise, and only then does the call's
+  answer leave.  A failed append is an answer (the coordinator maps it to Kafka's group or
+  offset error), never a closed connection.  The append is synchronous (``Log`` on the
+  loop, as every produce); an acks=all append would await each write before ``appended``.
 * Parked JoinGroup/SyncGroup: the coordinator's pending handle resolves an asyncio future.
 * Timers: after every coordinator call an event-loop timer is armed for the coordinator's
   next deadline, so a delayed join or a session expiry fires on time (Kafka's purgatory
@@ -20,27 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from typing import TYPE_CHECKING, Any
 
 from groups import GroupConfig, GroupCoordinator, Result
-from groups.records import Record
+from groups.result import Write
 from kbroker.topic_names import GROUP_METADATA_TOPIC
+from log.errors import LogError
 from log.producer_state import AppendOrigin
+from wire.error_codes import ErrorCode
 from wire.record_batch import build_batch, iter_batches
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
 
 log = logging.getLogger("kbroker.groups")
-_I16 = struct.Struct(">h")
-
-
-def group_of_key(key: bytes) -> str:
-    """Every classic coordinator record key starts with int16 version, then the group id
-    as an int16-length string."""
-    (n,) = _I16.unpack_from(key, 2)
-    return bytes(key[4 : 4 + n]).decode("utf-8")
 
 
 class GroupService:
@@ -71,9 +68,22 @@ class GroupService:
                 "segment.bytes": str(self.state.config["offsets.topic.segment.bytes"]),
                 "compression.type": "producer",
             })
+        self._follow_topic_partitions()
+
+    def _follow_topic_partitions(self) -> None:
+        """Hash group ids over the partitions the topic has (the config only sizes it at
+        creation)."""
+        info = self.state.topics.get(GROUP_METADATA_TOPIC)
+        if info is not None and info.partitions != self.coordinator.offsets_topic_partitions:
+            if info.partitions != self.num_partitions:
+                log.info("%s has %d partition(s) (offsets.topic.num.partitions=%d): groups are "
+                         "placed by the topic's count", GROUP_METADATA_TOPIC, info.partitions,
+                         self.num_partitions)
+            self.coordinator.offsets_topic_partitions = info.partitions
 
     def _load(self) -> None:
         c = self.coordinator
+        self._follow_topic_partitions()
         c.begin_load()
         count = 0
         if self.topic_exists():
@@ -101,23 +111,47 @@ class GroupService:
 
     # ------------------------------------------------------------ results
     def apply(self, result: Result) -> None:
-        """Append the records of a coordinator call (before any of its responses leave)."""
-        if result.records:
-            self.append(result.records)
+        """Store a coordinator call's writes, report their outcomes, and do the same for
+        the follow-ups; afterwards the call's answers may leave."""
+        current: Result | None = result
+        while current is not None:
+            current = current.appended([self.append(w) for w in current.writes])
         self._arm_timer()
 
-    def append(self, records: list[Record]) -> None:
-        self.ensure_topic()
-        now = self.state.clock.milliseconds()
-        by_partition: dict[int, list[tuple[bytes, bytes | None, list[Any], int]]] = {}
-        for r in records:
-            p = self.coordinator.partition_for(group_of_key(r.key))
-            by_partition.setdefault(p, []).append((bytes(r.key), None if r.value is None else bytes(r.value), [], now))
-        for p, recs in by_partition.items():
-            partition = self.state.partition(GROUP_METADATA_TOPIC, p)
-            assert partition is not None
-            batch = bytearray(build_batch(recs))
-            partition.log.append_as_leader(batch, partition.leader_epoch, origin=AppendOrigin.COORDINATOR)
+    def append(self, write: Write) -> ErrorCode:
+        """Append one write as one batch to its group's partition; the log's error code if
+        that failed (Kafka's ReplicaManager answers the same codes to the coordinator)."""
+        try:
+            self.ensure_topic()
+            index = self.coordinator.partition_for(write.group_id)
+            partition = self.state.partition(GROUP_METADATA_TOPIC, index)
+            if partition is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                now = self.state.clock.milliseconds()
+                batch = bytearray(build_batch([
+                    (bytes(r.key), None if r.value is None else bytes(r.value), [], now)
+                    for r in write.records]))
+                partition.log.append_as_leader(batch, partition.leader_epoch,
+                                               origin=AppendOrigin.COORDINATOR)
+                return ErrorCode.NONE
+        except LogError as e:
+            code = e.error
+            log.warning("appending %d record(s) of group %s to %s failed: %s %s",
+                        len(write.records), write.group_id, GROUP_METADATA_TOPIC, code.name, e)
+            return code
+        except OSError:
+            code = ErrorCode.KAFKA_STORAGE_ERROR
+            log.exception("appending %d record(s) of group %s to %s failed with an I/O error",
+                          len(write.records), write.group_id, GROUP_METADATA_TOPIC)
+            return code
+        except Exception:
+            log.exception("appending %d record(s) of group %s to %s failed",
+                          len(write.records), write.group_id, GROUP_METADATA_TOPIC)
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+        log.warning("appending %d record(s) of group %s to %s failed: %s", len(write.records),
+                    write.group_id, GROUP_METADATA_TOPIC, code.name)
+        return code
 
     def answer(self, result: Result) -> Any:
         """The handler's return value: the response now, or an awaitable of it."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import Callable
 
-from groups import GroupConfig, GroupCoordinator
+from groups import GroupConfig, GroupCoordinator, Record, Result
+from groups.result import Write
 from log.clock import ManualClock
+from wire.error_codes import ErrorCode
 from wire.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -31,11 +34,77 @@ def subscription(*topics: str, version: int = 0) -> bytes:
     return out + struct.pack(">i", -1)
 
 
-def make(delay_ms: int = 0, **overrides) -> tuple[GroupCoordinator, ManualClock]:
+class StoringCoordinator:
+    """A ``GroupCoordinator`` driven as the broker drives it: every call's writes are
+    appended to ``log`` (a list standing for ``__consumer_offsets``) and the outcome reported
+    with ``Result.appended`` before the Result is handed back, follow-ups included.
+
+    ``fail_with``: None (appends succeed), an ``ErrorCode`` every append answers, or a
+    function ``(write) -> ErrorCode`` (``ErrorCode.NONE`` for success).  A failed write's
+    records are not added to ``log``.  ``hold()`` keeps the writes unsettled instead
+    (``held``), to look at the state while an append is in flight.  Every other attribute is
+    the coordinator's."""
+
+    RESULT_METHODS = frozenset({
+        "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit",
+        "offset_fetch", "offset_delete", "delete_groups", "list_groups", "describe_groups",
+        "poll", "on_timer",
+    })
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+        self.log: list[Record] = []
+        self.fail_with: ErrorCode | Callable[[Write], ErrorCode] | None = None
+        self.held: list[Result] | None = None
+
+    def hold(self) -> None:
+        self.held = []
+
+    def settle(self, result: Result) -> Result:
+        """Append ``result``'s writes and report them, then any follow-up's."""
+        current: Result | None = result
+        while current is not None:
+            if self.held is not None and current.writes:
+                self.held.append(current)
+                return result
+            errors = []
+            for write in current.writes:
+                error = self._outcome(write)
+                if error is ErrorCode.NONE:
+                    self.log.extend(write.records)
+                errors.append(error)
+            current = current.appended(errors)
+        return result
+
+    def release_held(self) -> None:
+        held, self.held = self.held or [], None
+        for result in held:
+            self.settle(result)
+
+    def _outcome(self, write: Write) -> ErrorCode:
+        if self.fail_with is None:
+            return ErrorCode.NONE
+        if isinstance(self.fail_with, ErrorCode):
+            return self.fail_with
+        return self.fail_with(write)
+
+    def __getattr__(self, name: str):
+        attr = getattr(self.coordinator, name)
+        if name not in self.RESULT_METHODS:
+            return attr
+
+        def call(*args, **kwargs):
+            return self.settle(attr(*args, **kwargs))
+
+        return call
+
+
+def make(delay_ms: int = 0, **overrides) -> tuple[StoringCoordinator, ManualClock]:
     clock = ManualClock(1_000_000)
     counter = itertools.count(1)
     config = GroupConfig(group_initial_rebalance_delay_ms=delay_ms, **overrides)
-    return GroupCoordinator(config, clock, new_uuid=lambda: f"u{next(counter)}"), clock
+    coord = GroupCoordinator(config, clock, new_uuid=lambda: f"u{next(counter)}")
+    return StoringCoordinator(coord), clock
 
 
 DEFAULT_PROTOCOLS = (("range", subscription("t")),)
