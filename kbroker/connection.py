@@ -9,7 +9,14 @@ handler answered ``NO_RESPONSE`` (acks=0 Produce) is released without writing.
 What closes the connection, as Kafka's SocketServer does: a frame size below zero or
 above ``socket.request.max.bytes``; a header that cannot be parsed; an unknown API
 key; a version outside the range the broker serves (except ApiVersions, which gets
-the KIP-511 v0 error answer); a request body that does not decode; a handler crash.
+the KIP-511 v0 error answer); a request body that does not decode.
+
+A handler that raises (at once or in its awaitable), or whose response does not encode,
+does not close it: as Kafka's ``RequestHandlerHelper.handleError`` does, the request is
+answered with UNKNOWN_SERVER_ERROR in the API's own layout
+(kbroker/error_responses.py), the traceback is logged once, and the connection goes on
+with the next request.  The one exception is Kafka's too: an acks=0 Produce has no
+response to carry the error, so its connection is closed.
 Reading pauses while too many responses are pending or the transport's write buffer is
 full (uvicorn-style flow control), so a slow reader cannot make the broker buffer
 without bound.
@@ -20,10 +27,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import kbroker.handlers  # noqa: F401  (registers every API)
+from kbroker.error_responses import CLOSE, error_response
 from kbroker.registry import NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
 from wire.codec import decode_at
@@ -36,6 +45,10 @@ if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
 
 log = logging.getLogger("kbroker.connection")
+
+if os.environ.get("KBROKER_TEST_FAIL_API"):   # a test seam: see kbroker/registry.py
+    log.warning("KBROKER_TEST_FAIL_API: the handlers of api keys %s will raise",
+                REGISTRY.fail_for_tests(os.environ["KBROKER_TEST_FAIL_API"]))
 
 API_VERSIONS = 18
 MAX_PENDING = 64          # responses awaiting their turn before reading pauses
@@ -132,47 +145,72 @@ class KafkaConnection(asyncio.Protocol):
         except WireError as e:
             self._abort(f"malformed api key {key} v{version} request: {e}")
             return
+        slot = _Slot()
+        self.slots.append(slot)
         try:
             result = entry.handler(ctx, request)
-        except Exception:
-            log.exception("handler for api key %d v%d failed; closing %s", key, version, self.peer)
-            self._abort("handler error")
+        except Exception as exc:
+            self._handler_failed(slot, ctx, request, exc)
             return
         if inspect.isawaitable(result):
-            slot = _Slot()
-            self.slots.append(slot)
             fut = asyncio.ensure_future(result)
             self.tasks.add(fut)
-            fut.add_done_callback(lambda f, s=slot, c=ctx: self._async_done(f, s, c))
+            fut.add_done_callback(lambda f, s=slot, c=ctx, r=request: self._async_done(f, s, c, r))
         else:
-            self._respond(ctx, version, result)
+            self._fill(slot, ctx, version, result, request)
 
     def _respond(self, ctx: RequestContext, version: int, result: Any) -> None:
         slot = _Slot()
         self.slots.append(slot)
-        self._fill(slot, ctx, version, result)
+        self._fill(slot, ctx, version, result, None)
 
-    def _async_done(self, fut: asyncio.Future[Any], slot: _Slot, ctx: RequestContext) -> None:
+    def _async_done(self, fut: asyncio.Future[Any], slot: _Slot, ctx: RequestContext,
+                    request: Any) -> None:
         self.tasks.discard(fut)
         if self.closed or fut.cancelled():
             return
         exc = fut.exception()
         if exc is not None:
-            log.error("handler for api key %d failed; closing %s", ctx.api_key, self.peer,
-                      exc_info=exc)
-            self._abort("handler error")
+            self._handler_failed(slot, ctx, request, exc)
             return
-        self._fill(slot, ctx, ctx.api_version, fut.result())
+        self._fill(slot, ctx, ctx.api_version, fut.result(), request)
 
-    def _fill(self, slot: _Slot, ctx: RequestContext, version: int, result: Any) -> None:
+    def _fill(self, slot: _Slot, ctx: RequestContext, version: int, result: Any,
+              request: Any) -> None:
         if result is not NO_RESPONSE:
             try:
                 slot.parts = encode_response(result, version, ctx.correlation_id)
-            except WireError:
-                log.exception("cannot encode the api key %d v%d response; closing %s",
-                              ctx.api_key, version, self.peer)
-                self._abort("encode error")
+            except WireError as exc:
+                if request is None:   # an answer built here (KIP-511), not by a handler
+                    log.exception("cannot encode the api key %d v%d response; closing %s",
+                                  ctx.api_key, version, self.peer)
+                    self._abort("encode error")
+                    return
+                self._handler_failed(slot, ctx, request, exc)
                 return
+        slot.ready = True
+        if not self._dispatching:
+            self._flush()
+
+    def _handler_failed(self, slot: _Slot, ctx: RequestContext, request: Any,
+                        exc: BaseException) -> None:
+        """Answer UNKNOWN_SERVER_ERROR in the API's layout in ``slot``; the traceback is
+        logged here, once (Kafka: RequestHandlerHelper.handleError)."""
+        log.error("handler for api key %d v%d from %s (correlation id %d) failed; "
+                  "answering UNKNOWN_SERVER_ERROR", ctx.api_key, ctx.api_version, self.peer,
+                  ctx.correlation_id, exc_info=exc)
+        try:
+            answer = error_response(ctx.api_key, ctx.api_version, request)
+            parts = None if answer is CLOSE else encode_response(answer, ctx.api_version,
+                                                                 ctx.correlation_id)
+        except Exception:
+            log.exception("cannot build the error response for api key %d v%d",
+                          ctx.api_key, ctx.api_version)
+            parts = None
+        if parts is None:   # acks=0 Produce: no response can carry the error (Kafka closes)
+            self._abort("handler error with no response to carry it")
+            return
+        slot.parts = parts
         slot.ready = True
         if not self._dispatching:
             self._flush()

@@ -4,6 +4,12 @@ ApiVersions is built from this registry (kbroker/handlers/api_versions.py), so t
 broker never advertises an API or version it cannot answer.  A handler takes the
 request context and the decoded request and returns the response message, an
 awaitable of it (a parked Fetch), or ``NO_RESPONSE`` (acks=0 Produce).
+
+Test seam: ``KBROKER_TEST_FAIL_API`` (a comma-separated list of API keys, read once when
+kbroker.connection is imported) makes the handlers of those APIs raise, so that the
+compat tests can drive the "handler crashed" path (UNKNOWN_SERVER_ERROR in the API's
+layout, connection kept) through a real broker process and stock clients.  Nothing but
+tests sets it; unset, the registry is untouched and costs nothing per request.
 """
 
 from __future__ import annotations
@@ -49,6 +55,23 @@ class Registry:
 
     def entries(self) -> list[ApiEntry]:
         return [self._entries[k] for k in sorted(self._entries)]
+
+    def fail_for_tests(self, api_keys: str) -> list[int]:
+        """The test seam (see the module docstring): the handlers of ``api_keys`` ("0,32")
+        raise ``InjectedHandlerFailure``; returns the keys it applied to."""
+        keys = [int(k) for k in api_keys.replace(" ", "").split(",") if k]
+        for key in keys:
+            entry = self._entries[key]
+
+            def fail(ctx: RequestContext, request: Any, key: int = key) -> Any:
+                raise InjectedHandlerFailure(f"KBROKER_TEST_FAIL_API: api key {key}")
+
+            self._entries[key] = ApiEntry(key, entry.min_version, entry.max_version, fail)
+        return keys
+
+
+class InjectedHandlerFailure(RuntimeError):
+    """Raised by a handler that KBROKER_TEST_FAIL_API made fail."""
 
 
 REGISTRY = Registry()
