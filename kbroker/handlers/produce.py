@@ -8,11 +8,13 @@ Per partition, in Kafka's order (KafkaApis.handleProduceRequest, ReplicaManager,
 LogValidator): exactly one magic-2 batch (else INVALID_RECORD); zstd needs v7+
 (UNSUPPORTED_COMPRESSION_TYPE); unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION
 (Produce never creates topics); internal topics INVALID_TOPIC_EXCEPTION; then the log
-validates (CRC, sizes, max.message.bytes, timestamps, producer epoch and sequence) and
-appends.  A duplicate of one of an idempotent producer's last 5 batches is answered with
+validates (CRC, sizes, max.message.bytes, every record's structure, key and timestamp,
+producer epoch and sequence: log/validator.py) and appends.  A duplicate of one of an idempotent producer's last 5 batches is answered with
 the offset it was first written at.  When the log rejects individual records (a keyless
-record on a compacted topic), v8+ names each one in ``record_errors`` (batch_index,
-batch_index_error_message), as Kafka's RecordValidationException does.  The records are never decoded here: the batch header
+record on a compacted topic, a timestamp out of bounds), v8+ names each one in
+``record_errors`` (batch_index, batch_index_error_message) with the error_message, as
+Kafka's RecordValidationException does; other errors carry no message (ReplicaManager's
+hasCustomErrorMessage).  The records are never decoded here: the batch header
 is read in place and the frame's own bytes are patched (base offset, leader epoch) and
 written.  ``acks=0``: nothing is sent back.
 """
@@ -121,7 +123,8 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                 info = partition.append_records_as_leader(pd.records)  # type: ignore[arg-type]
             except LogError as e:
                 resp = _error(pd.index, e.error)
-                if v >= 8:
+                if v >= 8 and e.record_errors:
+                    # ReplicaManager: only a RecordValidationException has a custom message
                     resp.error_message = str(e) or None
                     resp.record_errors = [
                         ProduceResponse.BatchIndexAndErrorMessage(
