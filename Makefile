@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
-.PHONY: run test deps-system spark-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
+.PHONY: run test deps-system spark-jars zookeeper-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
         bench bench-quick bench-profile kafka-jars clean
 
 $(VENV)/.run-installed: pyproject.toml
@@ -27,7 +27,7 @@ run: $(VENV)/.run-installed
 	$(PY) -m kbroker serve --override log.dirs=./data
 
 ## test: install everything the tests need, then run lint and every test
-test: $(VENV)/.test-installed deps-system spark-jars lint
+test: $(VENV)/.test-installed deps-system spark-jars zookeeper-jars lint
 	$(PY) -m pytest
 
 ## deps-system: system packages the compat tests run (kcat, from Debian)
@@ -45,6 +45,16 @@ $(SPARK_JARS)/.fetched: spark_it/pom.xml
 	    -DincludeScope=runtime \
 	    -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 	test $$(ls $(SPARK_JARS)/*.jar | wc -l) = 4
+	touch $@
+
+## zookeeper-jars: Apache ZooKeeper (the server and its runtime dependencies) fetched by Maven
+## into zookeeper/jars/ (git-ignored) once, for the cluster tests; again when zookeeper/pom.xml changes
+ZOOKEEPER_JARS := zookeeper/jars
+zookeeper-jars: $(ZOOKEEPER_JARS)/.fetched
+$(ZOOKEEPER_JARS)/.fetched: zookeeper/pom.xml
+	rm -rf $(ZOOKEEPER_JARS)
+	mvn -q -B -f zookeeper/pom.xml dependency:copy-dependencies -DoutputDirectory=jars -DincludeScope=runtime
+	ls $(ZOOKEEPER_JARS)/zookeeper-3.*.jar $(ZOOKEEPER_JARS)/metrics-core-*.jar >/dev/null
 	touch $@
 
 ## spark-demo: the example Spark pipeline (spark_it/demo.py) against `make run`'s broker
