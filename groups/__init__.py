@@ -42,9 +42,10 @@ Rules
   them); offset state changes only by replaying the records the call produced, so a live
   coordinator and one rebuilt from the log agree.
 * Store, then propagate: no member or client sees a state whose record is not appended.
-  Kafka's exceptions are kept: membership moves that only log a failed store in Kafka
-  (a new Empty group, a member leaving, expiry and deletion tombstones) change state
-  first, as there.
+  Deletions (DeleteGroups, OffsetDelete) take effect at once and are put back, with the
+  mapped error, if their tombstones are not stored.  Kafka's exceptions are kept: moves
+  whose failed store Kafka only logs (a new Empty group, a member leaving, offset expiry)
+  change state first, as there.
 * The adapter owns: request headers/versions -> shape of FindCoordinator (v8 OffsetFetch
   is shaped here); appending the writes and reporting their outcomes, in order per
   partition; the ``__consumer_offsets`` partition count (``offsets_topic_partitions``).

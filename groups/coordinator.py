@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from groups.append_errors import offset_commit_error
+from groups.append_errors import group_metadata_error, offset_commit_error
 from groups.classic_group import ClassicGroup
 from groups.config import GroupConfig
 from groups.group_manager import GroupManager
@@ -270,9 +270,27 @@ class GroupCoordinator:
             return self._result(OffsetDeleteResponse(
                 error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
         response, records = self.offsets.delete(req)
-        # Removed before the tombstones are stored, as Kafka's cleanupGroupMetadata does.
+        if not records:
+            return self._result(response)
+        # Removed at once (no later call may see them) and put back if the tombstones are
+        # not stored, with the mapped error: Kafka's coordinator reverts its snapshot then.
+        group_id = req.group_id
+        before = dict(self.offsets.offsets.get(group_id, {}))
         self.offsets.apply(records, self._now())
-        return self._result(response, writes=[Write(req.group_id, records)] if records else None)
+        after = self.offsets.offsets.get(group_id, {})
+        removed = {tp: o for tp, o in before.items() if tp not in after}
+
+        def on_appended(append_error: ErrorCode) -> None:
+            if append_error is E.NONE:
+                return
+            if group_id in self.groups:
+                current = self.offsets.offsets.setdefault(group_id, {})
+                for tp, o in removed.items():
+                    current.setdefault(tp, o)  # a commit stored meanwhile is newer
+            response.error_code = int(group_metadata_error(append_error))
+            response.topics = []
+
+        return self._result(response, writes=[Write(group_id, records, on_appended)])
 
     # -- admin -----------------------------------------------------------------------------
 
@@ -289,15 +307,36 @@ class GroupCoordinator:
                 code = E.GROUP_ID_NOT_FOUND
             elif not group.is_in(GroupState.EMPTY):
                 code = E.NON_EMPTY_GROUP
-            else:
-                # Removed before the tombstones are stored, as Kafka's deleteGroups does.
+            entry = DeleteGroupsResponse.DeletableGroupResult(group_id=group_id,
+                                                              error_code=int(code))
+            results.append(entry)
+            if code is E.NONE:
                 records = self.offsets.delete_all(group_id)
                 records.append(group_metadata_tombstone(group_id))
-                writes.append(Write(group_id, records))
+                offsets = self.offsets.offsets.get(group_id, {})
                 self._remove_group(group)
-            results.append(DeleteGroupsResponse.DeletableGroupResult(
-                group_id=group_id, error_code=int(code)))
+                writes.append(Write(group_id, records,
+                                    self._on_group_deletion_stored(group, offsets, entry)))
         return self._result(DeleteGroupsResponse(results=results), writes=writes)
+
+    def _on_group_deletion_stored(self, group: ClassicGroup, offsets: dict,
+                                  entry: DeleteGroupsResponse.DeletableGroupResult
+                                  ) -> Callable[[ErrorCode], None]:
+        """The group is removed at once (no later call may see it) and put back, Empty with
+        its offsets, if its tombstones are not stored; the group answers the mapped error
+        (Kafka's coordinator reverts its snapshot and maps the append error)."""
+        def on_appended(append_error: ErrorCode) -> None:
+            if append_error is E.NONE:
+                return
+            entry.error_code = int(group_metadata_error(append_error))
+            if group.group_id in self.groups:  # recreated meanwhile: that one is newer
+                return
+            group.state = GroupState.EMPTY
+            self.groups[group.group_id] = group
+            if offsets:
+                self.offsets.offsets[group.group_id] = offsets
+
+        return on_appended
 
     def list_groups(self, req: ListGroupsRequest, version: int) -> Result:
         """ListGroups v0-4 (states filter v4+, case-insensitive like Kafka)."""

@@ -19,6 +19,7 @@ from tests.groups.helpers import (
     sync_req,
 )
 from wire.error_codes import ErrorCode as E
+from wire.messages import DeleteGroupsRequest, OffsetDeleteRequest
 
 # (append error, what SyncGroup answers, what OffsetCommit answers), as in Kafka.
 MAPPED = [
@@ -258,3 +259,33 @@ def test_groups_are_placed_by_the_offsets_topic_partition_count_the_adapter_sets
     assert coord.partition_for("hello") == 99162322 % 50
     coord.coordinator.offsets_topic_partitions = 7
     assert coord.partition_for("hello") == 99162322 % 7
+
+
+def test_a_group_deletion_that_is_not_stored_answers_the_mapped_error_and_keeps_the_group():
+    coord, clock = make()
+    coord.offset_commit(commit_req({("t", 0): 5}), 8)
+    coord.fail_with = E.KAFKA_STORAGE_ERROR
+    r = coord.delete_groups(DeleteGroupsRequest(groups_names=[GROUP]), 2).response
+    assert r.results[0].error_code == E.NOT_COORDINATOR
+    assert coord.groups[GROUP].state is GroupState.EMPTY
+    fetched = coord.offset_fetch(fetch_req({"t": [0]}), 7).response
+    assert fetched.topics[0].partitions[0].committed_offset == 5
+    coord.fail_with = None
+    r = coord.delete_groups(DeleteGroupsRequest(groups_names=[GROUP]), 2).response
+    assert r.results[0].error_code == 0 and GROUP not in coord.groups
+
+
+def test_an_offset_delete_that_is_not_stored_answers_the_mapped_error_and_keeps_the_offsets():
+    coord, clock = make()
+    coord.offset_commit(commit_req({("t", 0): 5, ("t", 1): 6}), 8)
+    coord.fail_with = E.NOT_ENOUGH_REPLICAS
+    req = OffsetDeleteRequest(group_id=GROUP, topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
+        name="t", partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])])
+    r = coord.offset_delete(req, 0).response
+    assert r.error_code == E.COORDINATOR_NOT_AVAILABLE and r.topics == []
+    fetched = coord.offset_fetch(fetch_req({"t": [0, 1]}), 7).response
+    assert [p.committed_offset for p in fetched.topics[0].partitions] == [5, 6]
+    coord.fail_with = None
+    assert coord.offset_delete(req, 0).response.error_code == 0
+    fetched = coord.offset_fetch(fetch_req({"t": [0, 1]}), 7).response
+    assert [p.committed_offset for p in fetched.topics[0].partitions] == [-1, 6]
