@@ -2,8 +2,9 @@
 
 Run: ``.venv/bin/python -m bench.log_bench [--log-gib 2] [--append-mib 256] [--dir DIR]``.
 
-* append: the same pre-built batch (16 KiB, then 1 MiB) appended through
-  ``Log.append_as_leader`` (validation incl. CRC-32C, offset patching, index upkeep, pwrite)
+* append: the same pre-built batch (16 KiB, then 1 MiB; records of ``--value-bytes``, 1000 by
+  default) appended through ``Log.append_as_leader`` (validation incl. CRC-32C and the walk
+  over every record, offset patching, index upkeep, pwrite)
   until ``--append-mib`` MiB, against ``os.write`` of the same bytes to a file in the same
   directory, in the same run.  Ratio = log MB/s / os.write MB/s.
 * read: a ``--log-gib`` GiB log of 16 KiB batches (default segment/index settings), then
@@ -33,25 +34,28 @@ from wire.record_batch import build_batch
 MIB = 1024 * 1024
 
 
-def make_batch(size: int) -> bytearray:
-    value = os.urandom(1000)
-    n = max(1, (size - 61) // 1012)
+def make_batch(size: int, value_bytes: int = 1000) -> bytearray:
+    """~``size`` bytes of keyless records with ``value_bytes``-byte values (the produce path
+    walks every record, so the record size matters, issue 12)."""
+    value = os.urandom(value_bytes)
+    n = max(1, (size - 61) // (value_bytes + 12))
     recs = [(None, value, None, None)] * n
     return bytearray(build_batch(recs))
 
 
-def bench_append(root: str, batch_size: int, total_bytes: int, rounds: int = 3) -> tuple[float, float]:
+def bench_append(root: str, batch_size: int, total_bytes: int, rounds: int = 3,
+                 value_bytes: int = 1000) -> tuple[float, float]:
     """Alternate os.write and Log.append rounds (page-cache writeback makes a single pass
     noisy) and keep each one's best round."""
     best_plain = best_log = 0.0
     for r in range(rounds):
-        plain, logged = _append_round(root, batch_size, total_bytes // rounds, r)
+        plain, logged = _append_round(root, batch_size, total_bytes // rounds, r, value_bytes)
         best_plain, best_log = max(best_plain, plain), max(best_log, logged)
     return best_plain, best_log
 
 
-def _append_round(root: str, batch_size: int, total_bytes: int, r: int) -> tuple[float, float]:
-    data = make_batch(batch_size)
+def _append_round(root: str, batch_size: int, total_bytes: int, r: int, value_bytes: int) -> tuple[float, float]:
+    data = make_batch(batch_size, value_bytes)
     count = max(1, total_bytes // len(data))
     # plain os.write baseline
     path = os.path.join(root, f"plain-{batch_size}-{r}.bin")
@@ -98,12 +102,13 @@ def main() -> None:
     ap.add_argument("--append-mib", type=int, default=256)
     ap.add_argument("--reads", type=int, default=20000)
     ap.add_argument("--dir", default=None, help="directory on the disk to test (default: a temp dir)")
+    ap.add_argument("--value-bytes", type=int, default=1000, help="record value size in the appended batches")
     args = ap.parse_args()
     root = tempfile.mkdtemp(prefix="log_bench_", dir=args.dir)
     try:
-        print(f"dir: {root}")
+        print(f"dir: {root}  (appended records: {args.value_bytes}-byte values)")
         for size in (16 * 1024, MIB):
-            plain, logged = bench_append(root, size, args.append_mib * MIB)
+            plain, logged = bench_append(root, size, args.append_mib * MIB, value_bytes=args.value_bytes)
             print(f"append {size // 1024:>5} KiB batches: os.write {plain:8.0f} MiB/s  Log.append {logged:8.0f} MiB/s  ratio {logged / plain:.2f}")
         t0 = time.perf_counter()
         log, (start, end) = build_log(root, int(args.log_gib * 1024 * MIB))

@@ -29,7 +29,9 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
   ``MemoryRecords.filterTo``; record scanning in raw_records.py), paced by the ``Throttler``
   (throttler.py); ``Log.replace_segments`` swaps them in (``.cleaned`` -> ``.swap`` -> old
   ``.deleted`` -> final names) and the loader completes or undoes a swap cut by a crash.
-* ``validate_and_assign_offsets`` (validator.py): Kafka's LogValidator, a pure function.
+* ``validate_and_assign_offsets`` (validator.py): Kafka's LogValidator, a pure function; its
+  walk over every record (record_validation.py) runs in C (``_record_scan.c``, built by
+  setup.py), with a pure-Python twin.
 * checkpoint.py (text checkpoints, meta.properties, clean-shutdown marker), config.py
   (``LogConfig`` with Kafka's topic-config names and defaults, ``CleanerConfig``), files.py (naming),
   types.py (frozen value types), errors.py (Kafka
@@ -45,10 +47,11 @@ Rules
   run retention or compaction on others.  ``CleaningJob.prepare`` holds no lock at all: it
   reads only a snapshot (duplicated descriptors of immutable segments) and writes only new
   ``.cleaned`` files.
-* The hot path treats batches as opaque bytes: append validates headers and CRC, patches
-  baseOffset/partitionLeaderEpoch in place and writes; records are decoded only for
-  compacted-topic key checks, inside the one batch a by-timestamp lookup lands in, and by the
-  cleaner.
+* The hot path never re-encodes a batch: append validates headers and CRC, walks the records
+  in place (one C pass, no object per record; compressed batches are decompressed for it),
+  patches baseOffset/partitionLeaderEpoch (and maxTimestamp with the CRC, when the header
+  lied) and writes the bytes as sent; records are decoded into objects only for reporting a
+  refused record, inside the one batch a by-timestamp lookup lands in, and by the cleaner.
 * Reads return ``RecordsSlice`` handles (fd, position, length) of whole stored batches, the
   first always whole (KIP-74), for ``sendfile``; ``.read()`` gives bytes.
 * Errors a client must see are ``log.errors.LogError`` subclasses; ``exc.error`` is the
