@@ -1,0 +1,101 @@
+"""kbroker.zk_client against a real ZooKeeper: broker registration and start-up failures."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cluster import znodes
+from cluster.coordination import NodeExistsError
+from kbroker.zk_client import ZkClient, ZkConnectionTimeoutError
+from tests.cluster.zookeeper_process import ROOT, free_port
+
+
+def registration(broker_id: int, port: int) -> znodes.BrokerRegistration:
+    return znodes.BrokerRegistration(
+        broker_id, (znodes.EndPoint("PLAINTEXT", "127.0.0.1", port),), timestamp_ms=1
+    )
+
+
+def test_broker_registration_writes_kafkas_json_and_returns_the_czxid_as_broker_epoch(zookeeper):
+    async def main():
+        c = ZkClient(zookeeper.connect_string, session_timeout_ms=4000, connection_timeout_ms=30000)
+        await c.start()
+        try:
+            epoch = await c.register_broker(registration(101, 9092))
+            data, stat = await c.get("/brokers/ids/101")
+            assert data == znodes.encode_broker(registration(101, 9092))
+            assert epoch == stat.czxid > 0 and stat.ephemeral_owner == c.session_id
+        finally:
+            await c.close()
+
+    asyncio.run(main())
+
+
+def test_a_broker_id_registered_by_another_live_broker_is_refused_with_kafkas_message(zookeeper):
+    async def main():
+        a = ZkClient(zookeeper.connect_string, session_timeout_ms=4000, connection_timeout_ms=30000)
+        b = ZkClient(zookeeper.connect_string, session_timeout_ms=4000, connection_timeout_ms=30000)
+        await a.start()
+        await b.start()
+        try:
+            await a.register_broker(registration(102, 9092))
+            with pytest.raises(NodeExistsError, match=r"Error while creating ephemeral at "
+                               r"/brokers/ids/102, node already exists and owner '\d+' does "
+                               r"not match current session '\d+'"):
+                await b.register_broker(registration(102, 9999))
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(main())
+
+
+def test_a_restarted_broker_waits_out_its_killed_predecessors_registration(zookeeper):
+    # The predecessor registers from its own process and is killed with SIGKILL: its session
+    # lives on until ZooKeeper expires it (2 s here), and only then is the id free again.
+    code = (
+        "import asyncio, sys\n"
+        "from kbroker.zk_client import ZkClient\n"
+        "from tests.cluster.test_zk_client import registration\n"
+        "async def main():\n"
+        f"    c = ZkClient({zookeeper.connect_string!r}, session_timeout_ms=2000, connection_timeout_ms=30000)\n"
+        "    await c.start()\n"
+        "    await c.register_broker(registration(103, 9092))\n"
+        "    print('registered', flush=True)\n"
+        "    await asyncio.sleep(600)\n"
+        "asyncio.run(main())\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "registered"
+    finally:
+        proc.kill()
+        proc.wait()
+
+    async def main():
+        new = ZkClient(zookeeper.connect_string, session_timeout_ms=2000, connection_timeout_ms=30000)
+        await new.start()
+        try:
+            epoch = await new.register_broker(registration(103, 9092))
+            _, stat = await new.get("/brokers/ids/103")
+            assert stat.ephemeral_owner == new.session_id and epoch == stat.czxid
+        finally:
+            await new.close()
+
+    asyncio.run(main())
+
+
+def test_an_unreachable_zookeeper_fails_start_after_the_connection_timeout():
+    async def main():
+        c = ZkClient(f"127.0.0.1:{free_port()}", session_timeout_ms=2000, connection_timeout_ms=1500)
+        t0 = time.monotonic()
+        with pytest.raises(ZkConnectionTimeoutError, match="within 1500 ms"):
+            await c.start()
+        return time.monotonic() - t0
+
+    assert asyncio.run(main()) >= 1.4
