@@ -55,6 +55,7 @@ class GroupService:
         )
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
+        self._partitions_fixed = False
         self._load()
 
     # ------------------------------------------------------------ the internal topic
@@ -72,9 +73,16 @@ class GroupService:
 
     def _follow_topic_partitions(self) -> None:
         """Hash group ids over the partitions the topic has (the config only sizes it at
-        creation)."""
+        creation).  Fixed the first time the topic is seen, as Kafka's coordinator fixes its
+        count at start-up: partitions added later would move groups away from their
+        records."""
+        if self._partitions_fixed:
+            return
         info = self.state.topics.get(GROUP_METADATA_TOPIC)
-        if info is not None and info.partitions != self.coordinator.offsets_topic_partitions:
+        if info is None:
+            return
+        self._partitions_fixed = True
+        if info.partitions != self.coordinator.offsets_topic_partitions:
             if info.partitions != self.num_partitions:
                 log.info("%s has %d partition(s) (offsets.topic.num.partitions=%d): groups are "
                          "placed by the topic's count", GROUP_METADATA_TOPIC, info.partitions,

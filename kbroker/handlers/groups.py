@@ -8,6 +8,12 @@ advertised together: librdkafka enables consumer groups only when it sees all of
 
 OffsetCommit for a partition the broker does not have answers UNKNOWN_TOPIC_OR_PARTITION
 for that partition (KafkaApis checks the metadata cache before the coordinator sees it).
+
+Every answer leaves after the call's ``__consumer_offsets`` records are appended
+(``GroupService.answer``); an append that fails is answered with Kafka's mapped error
+(e.g. INVALID_COMMIT_OFFSET_SIZE for a commit over the topic's ``max.message.bytes``,
+COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR for a SyncGroup), never by closing the
+connection.
 """
 
 from __future__ import annotations
