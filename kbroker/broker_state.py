@@ -28,6 +28,7 @@ from kbroker.topic_names import is_internal
 from log.checkpoint import MetaProperties
 from log.clock import SystemClock
 from log.config import CLEANER_DEFAULTS, CleanerConfig, ProducerStateManagerConfig
+from log.log import Log
 from log.log_manager import LogManager
 from log.scheduler import Scheduler
 
@@ -140,13 +141,32 @@ class BrokerState:
                 if p is not None:
                     p.update_config(config)
 
-    def delete_topic(self, name: str) -> None:
+    def delete_topic(self, name: str) -> list[tuple[tuple[str, int], Log]]:
+        """The event loop's part of a topic deletion: the topic and its partitions leave every
+        map at once (no request finds them from now on).  Returns the removed logs, for
+        ``finish_topic_deletion`` to close and rename off the event loop."""
         info = self.topics.pop(name)
+        removed = []
         for index in range(info.partitions):
             self.partitions.pop((name, index), None)
-            self.log_manager.async_delete((name, index))
+            lg = self.log_manager.remove_log((name, index))
+            if lg is not None:
+                removed.append(((name, index), lg))
+        # still on the loop: the overrides file is also written by CreateTopics/AlterConfigs
+        # here, and one writer thread keeps its temp file unshared
         self.topic_configs.remove(name)
+        return removed
+
+    def finish_topic_deletion(self, name: str, removed: list[tuple[tuple[str, int], Log]]) -> None:
+        """The slow part of a topic deletion (cleaner abort, close with fsyncs, renames
+        ``...-delete``, checkpoints): run it off the event loop."""
+        for tp, lg in removed:
+            self.log_manager.finish_delete(tp, lg)
         log.info("deleted topic %s", name)
+
+    def topic_being_deleted(self, name: str) -> bool:
+        """A partition of ``name`` still waits for ``finish_topic_deletion``."""
+        return any(topic == name for topic, _ in self.log_manager.deleting())
 
     # ------------------------------------------------------------ addresses
     def advertised_address(self) -> tuple[str, int]:

@@ -12,6 +12,13 @@ Checkpoint format (``recovery-point-offset-checkpoint``, ``log-start-offset-chec
 Written to ``<file>.tmp``, fsynced, then atomically renamed over the file (Kafka's
 ``atomicMoveWithFallback``).  Reading checks the version and the entry count.
 
+Threads: every reader and writer of one checkpoint path takes that path's lock
+(``checkpoint_lock``; one lock per absolute path, shared by every ``CheckpointFile`` object
+naming it), so two threads never write the same ``.tmp`` at once nor rename a stale one over
+a newer file.  A caller that computes the content from live state and must not be overtaken
+by an older snapshot holds ``checkpoint_lock(path)`` across computing and writing (it is
+re-entrant).
+
 ``meta.properties`` (KRaft, version 1): Java properties ``version=1``, ``cluster.id``,
 ``node.id``, optional ``directory.id``.  The clean-shutdown marker is ``.kafka_cleanshutdown``
 holding ``{"version":0,"brokerEpoch":...}`` like Kafka's ``CleanShutdownFileHandler``; only its
@@ -23,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 
 __all__ = [
@@ -35,6 +43,7 @@ __all__ = [
     "CleanShutdownFile",
     "MetaProperties",
     "OffsetCheckpointFile",
+    "checkpoint_lock",
 ]
 
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
@@ -44,6 +53,19 @@ META_PROPERTIES_FILE = "meta.properties"
 CLEAN_SHUTDOWN_FILE_NAME = ".kafka_cleanshutdown"
 
 _WS = re.compile(r"\s+")
+
+_locks_guard = threading.Lock()
+_locks: dict[str, threading.RLock] = {}
+
+
+def checkpoint_lock(path: str) -> threading.RLock:
+    """The one lock of the checkpoint file at ``path`` (re-entrant; created on first use)."""
+    key = os.path.abspath(path)
+    with _locks_guard:
+        lock = _locks.get(key)
+        if lock is None:
+            lock = _locks[key] = threading.RLock()
+        return lock
 
 
 def _atomic_write(path: str, text: str, sync: bool = True) -> None:
@@ -68,15 +90,19 @@ class CheckpointFile:
     def __init__(self, path: str, version: int = 0) -> None:
         self.path = path
         self.version = version
-        if not os.path.exists(path):
-            open(path, "a").close()  # Kafka creates the file on construction
+        self.lock = checkpoint_lock(path)
+        with self.lock:
+            if not os.path.exists(path):
+                open(path, "a").close()  # Kafka creates the file on construction
 
     def write_lines(self, lines: list[str], sync: bool = True) -> None:
-        _atomic_write(self.path, f"{self.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines), sync)
+        with self.lock:
+            _atomic_write(self.path, f"{self.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines), sync)
 
     def read_lines(self) -> list[str]:
-        with open(self.path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        with self.lock:
+            with open(self.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
         if not lines:
             return []
         try:

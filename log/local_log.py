@@ -18,7 +18,8 @@ one with its base offset), the old segments are deleted as above, and the new fi
 loader: with some ``.cleaned`` still there, the swap had not started and is rolled back;
 once every new segment is ``.swap``, it is completed (see loader.py).
 
-Who may call: ``Log`` only, under its lock.
+Who may call: ``Log`` only, under its lock (except ``flush_segments``, which ``Log`` runs
+without it).
 """
 
 from __future__ import annotations
@@ -98,13 +99,30 @@ class LocalLog:
     def flush(self, offset: int) -> None:
         """fsync segments holding offsets in [recovery point, offset), and the directory if
         a segment created since then is among them (its directory entry must be durable)."""
+        self.flush_segments(self.segments_to_flush(offset))
+
+    def segments_to_flush(self, offset: int) -> tuple[list[LogSegment], bool]:
+        """What ``flush(offset)`` fsyncs: the segments holding offsets in [recovery point,
+        offset) and whether the directory needs it too.  Called under the log's lock."""
         current = self.recovery_point
-        if current <= offset:
-            to_flush = self.segments.values(current, offset)
-            for seg in to_flush:
+        if current > offset:
+            return [], False
+        to_flush = self.segments.values(current, offset)
+        return to_flush, any(seg.base_offset >= current for seg in to_flush)
+
+    def flush_segments(self, plan: tuple[list[LogSegment], bool]) -> None:
+        """fsync a ``segments_to_flush`` plan; may run without the log's lock.  A segment
+        that left the map meanwhile (retention, truncation, compaction: its files are
+        renamed, closed later) is skipped if its fsync fails: nothing of it is kept."""
+        segments, with_dir = plan
+        for seg in segments:
+            try:
                 seg.flush()
-            if any(seg.base_offset >= current for seg in to_flush):
-                _fsync_dir(self.dir)
+            except (OSError, ValueError):
+                if self.segments.get(seg.base_offset) is seg and not self.closed:
+                    raise
+        if with_dir:
+            _fsync_dir(self.dir)
 
     def update_log_end_offset(self, end_offset: int) -> None:
         active = self.segments.active_segment()

@@ -23,7 +23,11 @@ Compaction: the log cleaner rewrites non-active segments elsewhere and swaps the
 under a cleaning (log_cleaner.py).
 
 Thread safety: mutations take ``self.lock`` (an RLock); reads take it only to snapshot the
-bounds.  Who may call: the broker (partition layer), ``LogManager`` and the log cleaner's
+bounds.  Nothing that can take milliseconds runs under the lock while an append may wait for
+it: a flush (the roll-time ``flush-log`` task on the background thread, flush.ms, shutdown)
+picks its segments under the lock, fsyncs them *outside* it, then takes the lock again only
+to move the recovery point (Kafka's ``UnifiedLog.flush`` does the same); segment files are
+deleted by scheduled tasks, not under the lock.  Who may call: the broker (partition layer), ``LogManager`` and the log cleaner's
 commit, all on the log owner's thread.
 """
 
@@ -201,7 +205,9 @@ class Log:
             now = self.clock.milliseconds()
             result = validate_and_assign_offsets(records, self.log_end_offset, now, self.config, leader_epoch, origin,
                                                  topic_partition=self.topic_partition)
-            return self._append_validated(result, origin)
+            info = self._append_validated(result, origin)
+        self._maybe_flush_after_append()
+        return info
 
     def append_as_follower(self, records) -> LogAppendInfo:
         """Append batches whose offsets are already assigned (replication, tests)."""
@@ -212,7 +218,14 @@ class Log:
             if result.first_offset < self.log_end_offset:
                 raise UnexpectedAppendOffsetError(
                     f"Unexpected offset in append to {self.topic_partition}. First offset {result.first_offset} is less than the next offset {self.log_end_offset}.")
-            return self._append_validated(result, AppendOrigin.REPLICATION)
+            info = self._append_validated(result, AppendOrigin.REPLICATION)
+        self._maybe_flush_after_append()
+        return info
+
+    def _maybe_flush_after_append(self) -> None:
+        # flush.messages (Kafka flushes in append too); after the lock is released
+        if self.local_log.unflushed_messages() >= self.config.flush_messages:
+            self.flush()
 
     def _append_validated(self, result: ValidationResult, origin: AppendOrigin) -> LogAppendInfo:
         size = len(result.records)
@@ -242,8 +255,6 @@ class Log:
         for info in updated.values():
             psm.update(info)
         psm.update_map_end_offset(result.last_offset + 1)
-        if self.local_log.unflushed_messages() >= self.config.flush_messages:
-            self.flush()
         return LogAppendInfo(result.first_offset, result.last_offset, result.max_timestamp, result.log_append_time,
                              self.log_start_offset, result.record_count, size, result.last_leader_epoch,
                              result.source_compression)
@@ -278,13 +289,21 @@ class Log:
         self._flush(offset, False)
 
     def _flush(self, offset: int, including_offset: bool) -> None:
+        """fsync everything below ``offset`` (inclusive if ``including_offset``) and move the
+        recovery point there.  The fsyncs run without the lock (appends go on meanwhile);
+        a segment deleted or truncated meanwhile is skipped, and a truncation meanwhile
+        leaves the recovery point alone (the next flush moves it)."""
+        flush_offset = offset + 1 if including_offset else offset
         with self.lock:
-            if self.local_log.closed:
+            if self.local_log.closed or flush_offset <= self.local_log.recovery_point:
                 return
-            flush_offset = offset + 1 if including_offset else offset
-            if flush_offset > self.local_log.recovery_point:
-                self.local_log.flush(flush_offset)
-                self.local_log.mark_flushed(offset)
+            truncations = self.truncations
+            plan = self.local_log.segments_to_flush(flush_offset)
+        self.local_log.flush_segments(plan)
+        with self.lock:
+            if self.local_log.closed or self.truncations != truncations:
+                return
+            self.local_log.mark_flushed(min(offset, self.log_end_offset))
 
     # ------------------------------------------------------------------ read
     def read(self, start_offset: int, max_length: int,

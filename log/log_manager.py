@@ -28,8 +28,13 @@ cleanup.policy=compact,delete gets both, and a compact-only log still loses the 
 its log start offset (Kafka's cleaner thread does that deletion for compacted logs).
 Deleting a partition cancels its cleaning and drops it from the cleaner checkpoint.
 
-Who may call: the broker (composition root).  Not thread-safe across calls; each ``Log`` has
-its own lock for appends/reads.
+Threads: the event loop creates logs (``get_or_create_log``) and removes them from the map
+(``remove_log``); the background thread runs the periodic tasks and the slow part of a
+deletion (``finish_delete``: cleaner abort, close, rename, checkpoints).  ``self.logs`` is
+changed only under ``_logs_lock`` and walked only through ``snapshot()`` (a copy), never
+iterated live.  Each checkpoint is computed and written under its file's lock
+(``checkpoint_lock``), so an older snapshot never overwrites a newer one.  Each ``Log`` has its
+own lock for appends/reads.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import fcntl
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Callable
 
 from log.checkpoint import (
@@ -46,6 +52,7 @@ from log.checkpoint import (
     CleanShutdownFile,
     MetaProperties,
     OffsetCheckpointFile,
+    checkpoint_lock,
 )
 from log.clock import Clock
 from log.config import CleanerConfig, LogConfig, ProducerStateManagerConfig
@@ -92,6 +99,8 @@ class LogManager:
         self.producer_state_config = producer_state_config
         self.producer_id_expiration_check_ms = producer_id_expiration_check_ms
         self.logs: dict[TopicPartition, Log] = {}
+        self._logs_lock = threading.Lock()  # guards changes to self.logs and _deleting
+        self._deleting: set[TopicPartition] = set()  # removed, dir not yet renamed -delete
         self._lock_fds: dict[str, int] = {}
         self._tasks: list = []
         self.had_clean_shutdown: dict[str, bool] = {}
@@ -149,11 +158,13 @@ class LogManager:
                     continue
                 if tp in self.logs:
                     raise RuntimeError(f"Duplicate log directories for {tp} are found in both {self.logs[tp].dir} and {path}.")
-                self.logs[tp] = Log.open(path, self.config_for(tp[0]), self.clock, self.scheduler,
-                                         log_start_offset=start_offsets.get(tp, 0),
-                                         recovery_point=recovery_points.get(tp, 0),
-                                         had_clean_shutdown=clean,
-                                         producer_state_config=self.producer_state_config)
+                opened = Log.open(path, self.config_for(tp[0]), self.clock, self.scheduler,
+                                  log_start_offset=start_offsets.get(tp, 0),
+                                  recovery_point=recovery_points.get(tp, 0),
+                                  had_clean_shutdown=clean,
+                                  producer_state_config=self.producer_state_config)
+                with self._logs_lock:
+                    self.logs[tp] = opened
             # Kafka deletes the marker once the logs are loaded: a crash from now on is unclean
             marker.delete()
         if self.cleaner is None and self.cleaner_config.enable_cleaner:
@@ -191,16 +202,36 @@ class LogManager:
         return self.logs.get(tp)
 
     def all_logs(self) -> list[Log]:
-        return list(self.logs.values())
+        return [log for _, log in self.snapshot()]
+
+    def snapshot(self) -> list[tuple[TopicPartition, Log]]:
+        """A copy of the logs now: what any walk over the logs iterates (another thread
+        may add or remove logs meanwhile)."""
+        with self._logs_lock:
+            return list(self.logs.items())
+
+    def deleting(self) -> list[TopicPartition]:
+        """The partitions removed by ``remove_log`` whose ``finish_delete`` has not ended."""
+        with self._logs_lock:
+            return list(self._deleting)
+
+    def is_being_deleted(self, tp: TopicPartition) -> bool:
+        """Removed by ``remove_log`` and its directory not yet renamed by ``finish_delete``."""
+        with self._logs_lock:
+            return tp in self._deleting
 
     def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
         log = self.logs.get(tp)
         if log is not None:
             return log
+        if self.is_being_deleted(tp):
+            # its old directory still has the name a new log would take
+            raise RuntimeError(f"Cannot create the log of {tp[0]}-{tp[1]}: its previous log is still being deleted")
         d = self._next_log_dir()
         log = Log.open(os.path.join(d, log_dir_name(*tp)), config or self.config_for(tp[0]), self.clock,
                        self.scheduler, producer_state_config=self.producer_state_config)
-        self.logs[tp] = log
+        with self._logs_lock:
+            self.logs[tp] = log
         return log
 
     def _next_log_dir(self) -> str:
@@ -208,22 +239,46 @@ class LogManager:
         if len(self.log_dirs) == 1:
             return self.log_dirs[0]
         counts = {d: 0 for d in self.log_dirs}
-        for log in self.logs.values():
+        for _, log in self.snapshot():
             parent = os.path.dirname(log.dir)
             if parent in counts:
                 counts[parent] += 1
         return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
-        for (t, _), log in self.logs.items():
+        for (t, _), log in self.snapshot():
             if t == topic:
                 log.update_config(config)
 
     def async_delete(self, tp: TopicPartition) -> Log | None:
-        """Remove a partition: close it, rename its dir ``...-delete``, remove it later."""
-        log = self.logs.pop(tp, None)
-        if log is None:
-            return None
+        """Remove a partition: close it, rename its dir ``...-delete``, remove it later.
+        Both steps of ``remove_log`` + ``finish_delete`` on the caller's thread."""
+        log = self.remove_log(tp)
+        if log is not None:
+            self.finish_delete(tp, log)
+        return log
+
+    def remove_log(self, tp: TopicPartition) -> Log | None:
+        """The quick step of a deletion, for the event loop: take the log out of the map (no
+        new append, read or periodic task finds it).  Until ``finish_delete`` has renamed its
+        directory, ``get_or_create_log(tp)`` refuses (the old dir holds the name)."""
+        with self._logs_lock:
+            log = self.logs.pop(tp, None)
+            if log is not None:
+                self._deleting.add(tp)
+        return log
+
+    def finish_delete(self, tp: TopicPartition, log: Log) -> None:
+        """The slow step of a deletion, off the event loop (fsyncs, renames, checkpoints):
+        cancel its cleaning, close it, rename its dir ``...-delete`` (removed after
+        ``file.delete.delay.ms``) and rewrite the checkpoints of its log dir without it."""
+        try:
+            self._finish_delete(tp, log)
+        finally:
+            with self._logs_lock:
+                self._deleting.discard(tp)
+
+    def _finish_delete(self, tp: TopicPartition, log: Log) -> None:
         if self.cleaner is not None:
             self.cleaner.abort_cleaning(tp)
             self.cleaner.update_checkpoints(os.path.dirname(log.dir), remove=tp)
@@ -233,7 +288,6 @@ class LogManager:
         self._schedule_dir_removal(new_dir)
         self.checkpoint_log_recovery_offsets()
         self.checkpoint_log_start_offsets()
-        return log
 
     def _schedule_dir_removal(self, path: str) -> None:
         self.scheduler.schedule_once("kafka-delete-logs", lambda: shutil.rmtree(path, ignore_errors=True), self.file_delete_delay_ms)
@@ -242,7 +296,7 @@ class LogManager:
     def cleanup_logs(self) -> int:
         """Retention pass over every log (``kafka-log-retention``); returns segments deleted."""
         total = 0
-        for log in list(self.logs.values()):
+        for _, log in self.snapshot():
             try:
                 total += log.delete_old_segments()
             except Exception:  # noqa: BLE001 - one bad log must not stop retention for others
@@ -251,30 +305,31 @@ class LogManager:
 
     def flush_dirty_logs(self) -> None:
         now = self.clock.milliseconds()
-        for log in list(self.logs.values()):
+        for _, log in self.snapshot():
             if now - log.last_flush_time >= log.config.flush_ms:
                 log.flush()
 
     def remove_expired_producers(self) -> None:
         now = self.clock.milliseconds()
-        for log in list(self.logs.values()):
+        for _, log in self.snapshot():
             log.remove_expired_producers(now)
 
-    def _logs_by_dir(self) -> dict[str, dict[TopicPartition, Log]]:
-        out: dict[str, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
-        for tp, log in self.logs.items():
-            out.setdefault(os.path.dirname(log.dir), {})[tp] = log
-        return out
+    def _logs_in_dir(self, d: str) -> dict[TopicPartition, Log]:
+        return {tp: log for tp, log in self.snapshot() if os.path.dirname(log.dir) == d}
 
     def checkpoint_log_recovery_offsets(self) -> None:
-        for d, logs in self._logs_by_dir().items():
-            OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT_FILE)).write(
-                {tp: log.recovery_point for tp, log in logs.items()})
+        for d in self.log_dirs:
+            path = os.path.join(d, RECOVERY_POINT_CHECKPOINT_FILE)
+            with checkpoint_lock(path):  # snapshot and write together: never a stale overwrite
+                OffsetCheckpointFile(path).write({tp: log.recovery_point for tp, log in self._logs_in_dir(d).items()})
 
     def checkpoint_log_start_offsets(self) -> None:
-        for d, logs in self._logs_by_dir().items():
-            OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT_FILE)).write(
-                {tp: log.log_start_offset for tp, log in logs.items() if log.log_start_offset > log.segments.first_segment_base_offset()})
+        for d in self.log_dirs:
+            path = os.path.join(d, LOG_START_OFFSET_CHECKPOINT_FILE)
+            with checkpoint_lock(path):
+                OffsetCheckpointFile(path).write(
+                    {tp: log.log_start_offset for tp, log in self._logs_in_dir(d).items()
+                     if log.log_start_offset > log.segments.first_segment_base_offset()})
 
     # ------------------------------------------------------------------ shutdown
     def shutdown(self, broker_epoch: int = -1) -> None:
@@ -282,7 +337,7 @@ class LogManager:
             task.cancel()
         if self.cleaner is not None:
             self.cleaner.shutdown()
-        for log in list(self.logs.values()):
+        for _, log in self.snapshot():
             log.flush(force_flush_active_segment=True)
             log.close()
         self.checkpoint_log_recovery_offsets()
@@ -293,9 +348,10 @@ class LogManager:
 
     def crash(self) -> None:
         """Drop everything without flushing or checkpoints (tests: a kill -9)."""
-        for log in self.logs.values():
+        for _, log in self.snapshot():
             log.close_handlers()
-        self.logs.clear()
+        with self._logs_lock:
+            self.logs.clear()
         self.release_locks()
 
     def release_locks(self) -> None:

@@ -332,11 +332,18 @@ class LogSegment:
         return self.base_offset if last is None else last.next_offset
 
     def flush(self) -> None:
+        """fsync the ``.log`` and msync both indexes.  May run without the log's lock (see
+        ``Log._flush``): a roll or truncation may remap an index meanwhile (its old map is
+        closed, a new one made over the same file), so a flush that meets a closed map
+        flushes the new one."""
         self.log.flush()
-        if self._offset_index is not None:
-            self._offset_index.flush()
-        if self._time_index is not None:
-            self._time_index.flush()
+        for idx in (self._offset_index, self._time_index):
+            if idx is None:
+                continue
+            try:
+                idx.flush()
+            except (ValueError, AttributeError):  # remapped under us: flush the new map
+                idx.flush()
 
     # -- files
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:

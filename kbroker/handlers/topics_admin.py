@@ -13,11 +13,19 @@ replication factor and the topic's configs.  Topic ids are zero (see Metadata).
 
 DeleteTopics: by name (v1-5) or name/id (v6); unknown names UNKNOWN_TOPIC_OR_PARTITION,
 ids UNKNOWN_TOPIC_ID (all ids are zero here); ``delete.topic.enable=false``
-TOPIC_DELETION_DISABLED.  Deletion renames the partition dirs ``...-delete`` and removes
-them after ``log.segment.delete.delay.ms``.
+TOPIC_DELETION_DISABLED.  The topic leaves the broker's maps at once (on the event loop);
+closing its logs, renaming the partition dirs ``...-delete`` (removed after
+``log.segment.delete.delay.ms``) and rewriting the checkpoints take fsyncs, so they run on
+an executor thread and the response waits for them (a client that deletes then re-creates
+a topic finds the old dirs gone).  Creating a topic whose deletion has not finished yet
+answers TOPIC_ALREADY_EXISTS "Topic 'x' is marked for deletion." as Kafka's ZooKeeper-mode
+AdminZkClient does.
 """
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
 
 from kbroker.config_describe import to_config_string
 from kbroker.dynamic_broker_configs import broker_config_synonyms
@@ -59,6 +67,8 @@ def _check(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupes: se
         return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION, why), 0, {}
     if name in state.topics:
         return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."), 0, {}
+    if state.topic_being_deleted(name):
+        return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion."), 0, {}
     unified = unify_collision_chars(name)
     for other in state.topics:
         if unify_collision_chars(other) == unified:
@@ -170,8 +180,10 @@ def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
 
 
 @REGISTRY.register(20, 1, 6)
-def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest
+                         ) -> DeleteTopicsResponse | Awaitable[DeleteTopicsResponse]:
     state = ctx.broker
+    removed_topics = []
     v = ctx.api_version
     if v >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
@@ -192,11 +204,23 @@ def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delet
             code = ErrorCode.INVALID_REQUEST
         else:
             partitions = state.topics[name].partitions
-            state.delete_topic(name)
+            removed_topics.append((name, state.delete_topic(name)))
             # Kafka completes the DelayedFetches watching a removed partition at once
             # (ReplicaManager.stopPartitions): parked fetches answer UNKNOWN_TOPIC_OR_PARTITION now.
             for index in range(partitions):
                 state.fetch_waiters.notify((name, index))
             code = ErrorCode.NONE
         results.append(R(name=name, topic_id=ZERO_UUID, error_code=code, error_message=None))
-    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+    response = DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+    if not removed_topics:
+        return response
+
+    def finish() -> None:  # on an executor thread: fsyncs, renames, checkpoint writes
+        for name, removed in removed_topics:
+            state.finish_topic_deletion(name, removed)
+
+    async def answer_when_finished() -> DeleteTopicsResponse:
+        await asyncio.get_running_loop().run_in_executor(None, finish)
+        return response
+
+    return answer_when_finished()
