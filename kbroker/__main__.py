@@ -10,6 +10,7 @@ import sys
 
 from kbroker.broker import Broker, new_event_loop
 from kbroker.config import ConfigError, load_config
+from log.log_dir_checks import LogDirError
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -33,6 +34,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         loop.run_until_complete(main())
+    except LogDirError as e:  # storage refused at start-up: the message says which dir and why
+        logging.getLogger("kbroker").error("cannot start: %s", e)
+        return 1
     except OSError as e:
         logging.getLogger("kbroker").error("cannot start: %s", e)
         return 1

@@ -3,8 +3,12 @@
 Topics are the partition directories found in ``log.dirs`` at start-up (the way a Kafka
 log dir records them) plus those created since; config overrides live in
 kbroker/topic_configs.py.  Every partition is led by this broker at epoch 0.  The
-cluster id comes from ``meta.properties`` (written on first start: the log dirs are
-formatted on demand, no ``kafka-storage format`` step).
+cluster id comes from ``meta.properties`` (written on first start: empty log dirs are
+formatted on demand, no ``kafka-storage format`` step).  Start-up first runs
+``log.log_dir_checks``: a dir that cannot be created, read or written, another node's or
+cluster's ``meta.properties``, a non-empty dir without one, or a partition directory the
+checkpoints know but the disk lost stop start-up with ``LogDirError`` (a one-line message
+naming the dir and what to do).
 """
 
 from __future__ import annotations
@@ -25,10 +29,10 @@ from kbroker.partition import LEADER_EPOCH, Partition
 from kbroker.producer_ids import ProducerIdManager
 from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_names import is_internal
-from log.checkpoint import MetaProperties
 from log.clock import SystemClock
 from log.config import CLEANER_DEFAULTS, CleanerConfig, ProducerStateManagerConfig
 from log.log import Log
+from log.log_dir_checks import check_log_dirs
 from log.log_manager import LogManager
 from log.scheduler import Scheduler
 
@@ -55,6 +59,7 @@ class BrokerState:
         self.static_config = static_config
         self.node_id = static_config.node_id
         dirs = static_config.log_dirs
+        stored_cluster_id = check_log_dirs([os.path.abspath(d) for d in dirs], self.node_id)
         self.dynamic_configs = DynamicBrokerConfigs(_first_dir(dirs), self.node_id)
         self.config = config = self.dynamic_configs.effective(static_config)
         self.leader_epoch = LEADER_EPOCH
@@ -72,8 +77,7 @@ class BrokerState:
             producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
             cleaner_config=CleanerConfig.from_properties({name: config[name] for name in CLEANER_DEFAULTS}),
         )
-        existing = [m for m in (MetaProperties.read(d) for d in self.log_manager.log_dirs) if m]
-        self.cluster_id = existing[0].cluster_id if existing else new_cluster_id()
+        self.cluster_id = stored_cluster_id or new_cluster_id()
         self.log_manager.ensure_meta_properties(self.node_id, self.cluster_id)
         self.log_manager.startup()
         self.fetch_waiters = FetchWaiters()
@@ -85,9 +89,13 @@ class BrokerState:
             info = self.topics.get(topic)
             count = max(index + 1, info.partitions if info else 0)
             self.topics[topic] = TopicInfo(topic, count, is_internal(topic))
-        for info in self.topics.values():  # a partition dir lost by hand: recreate it empty
+        for info in self.topics.values():
             for index in range(info.partitions):
                 if (info.name, index) not in self.partitions:
+                    # a gap the checkpoints do not know (lost before its first checkpoint):
+                    # nothing says it held data; recreate it empty, loudly
+                    log.warning("partition directory %s-%d is missing (not in any checkpoint): "
+                                "recreating it empty", info.name, index)
                     self._open_partition(info.name, index)
         self.producer_ids = ProducerIdManager(self.log_manager.log_dirs[0])
         self.groups = GroupService(self)

@@ -12,8 +12,9 @@ Directory layout of each log dir::
     <log.dir>/<topic>-<partition>.<uuid>-delete/  a deleted partition waiting for removal
 
 Startup (``startup``/``load_logs``): lock each dir, note whether the clean-shutdown marker is
-there (then logs open without recovery) and delete it, read both checkpoints, open every
-partition directory.  Periodic work is queued on the injected ``Scheduler`` with Kafka's task
+there (then logs open without recovery) and delete it, read both checkpoints, refuse
+(``LogDirError``) if a partition the recovery-point checkpoint lists has no directory, open
+every partition directory.  Periodic work is queued on the injected ``Scheduler`` with Kafka's task
 names and intervals: ``kafka-log-retention`` (log.retention.check.interval.ms, 5 min),
 ``kafka-log-flusher`` (log.flush.scheduler.interval.ms), ``kafka-recovery-point-checkpoint``
 (log.flush.offset.checkpoint.interval.ms, 60 s), ``kafka-log-start-offset-checkpoint`` (60 s),
@@ -66,6 +67,7 @@ from log.files import (
 )
 from log.log import Log
 from log.log_cleaner import LogCleaner
+from log.log_dir_checks import LogDirError, missing_partition_dirs, missing_partition_message
 from log.scheduler import Scheduler
 
 __all__ = ["LogManager"]
@@ -130,7 +132,7 @@ class LogManager:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise RuntimeError(f"Failed to acquire lock on file .lock in {d}. A Kafka instance in another process or thread is using this directory.") from None
+            raise LogDirError(f"Failed to acquire lock on file .lock in {d}. A Kafka instance in another process or thread is using this directory.") from None
         self._lock_fds[d] = fd
 
     def load_logs(self) -> None:
@@ -143,6 +145,11 @@ class LogManager:
             self.had_clean_shutdown[d] = clean
             recovery_points = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT_FILE)
             start_offsets = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT_FILE)
+            # a partition the checkpoint knows whose directory is gone: refuse, do not
+            # recreate it empty (log_dir_checks.py)
+            missing = missing_partition_dirs(d, set(recovery_points))
+            if missing:
+                raise LogDirError(missing_partition_message(d, missing, RECOVERY_POINT_CHECKPOINT_FILE))
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
                 if not os.path.isdir(path):
@@ -187,15 +194,16 @@ class LogManager:
     # ------------------------------------------------------------------ meta.properties
     def ensure_meta_properties(self, node_id: int, cluster_id: str) -> None:
         """Write meta.properties where missing; refuse a dir that belongs to another
-        node or cluster (Kafka fails startup the same way)."""
+        node or cluster (Kafka fails startup the same way).  The broker runs
+        ``log_dir_checks.check_log_dirs`` first, which refuses a non-empty dir without one."""
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             found = MetaProperties.read(d)
             if found is None:
                 MetaProperties(node_id, cluster_id).write(d)
             elif found.node_id != node_id or found.cluster_id != cluster_id:
-                raise RuntimeError(f"{d}/meta.properties has node.id={found.node_id} cluster.id={found.cluster_id}, "
-                                   f"expected {node_id} / {cluster_id}")
+                raise LogDirError(f"{d}/meta.properties has node.id={found.node_id} cluster.id={found.cluster_id}, "
+                                  f"expected {node_id} / {cluster_id}")
 
     # ------------------------------------------------------------------ logs
     def get_log(self, tp: TopicPartition) -> Log | None:
