@@ -47,8 +47,8 @@ class LeaderAndIsr:
     partition_epoch: int = 0  # the state znode's version
 
     def new_leader_and_isr(self, leader: int, isr: Sequence[int]) -> LeaderAndIsr:
-        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1, isr=tuple(isr),
-                       leader_recovery_state=RECOVERED)
+        # Kafka keeps the recovery state: only the leader's AlterPartition clears RECOVERING.
+        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1, isr=tuple(isr))
 
     def new_recovering_leader_and_isr(self, leader: int, isr: Sequence[int]) -> LeaderAndIsr:
         return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1, isr=tuple(isr),

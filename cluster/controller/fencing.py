@@ -8,9 +8,7 @@ multi that starts with ``check(/controller_epoch, token)``
 (``wrapRequestWithControllerEpochCheck``), so a deposed controller - whose token is stale
 once another broker has bumped the epoch - changes nothing.
 
-Still to come (issue 13): the event-driven state machine (broker up/down, topic creation,
-deletion, controlled shutdown, preferred election) returning these guarded writes and the
-LeaderAndIsr / UpdateMetadata / StopReplica requests.
+``cluster.controller.kafka_controller`` wraps every write it returns with :func:`fenced`.
 """
 
 from __future__ import annotations
