@@ -9,9 +9,18 @@
   the log start offset or above the high watermark), FENCED_LEADER_EPOCH /
   UNKNOWN_LEADER_EPOCH for a stale or future current_leader_epoch (v9+).
 * Data: whole stored batches from the one containing the fetch offset, sent as stored.
-  Limits are soft (KIP-74): the first partition that has data returns at least one
-  whole batch even past partition_max_bytes or max_bytes; later partitions stop at the
-  request budget.  No data is an empty (not null) records field: librdkafka rejects null.
+  Limits follow ReplicaManager.readFromLocalLog (KIP-74): the request budget is
+  min(max_bytes, fetch.max.bytes = 55 MiB); each partition reads at most
+  min(partition_max_bytes, what is left of the budget); until a partition has returned
+  data, the first batch is returned whole even past both limits (so the first non-empty
+  partition always makes progress); after it, a partition whose first batch does not fit
+  returns no records (Kafka replaces its incomplete batch with nothing, v3+).  Where
+  Kafka would add the first bytes of a batch cut by the limit (clients drop that partial
+  tail), kbroker stops at the last whole batch, and only whole batches count against the
+  budget.  A negative limit on a partition with data is UNKNOWN_SERVER_ERROR for that
+  partition (Kafka's LogSegment.read refuses a negative size); min_bytes is capped at the
+  budget, as Kafka caps it.  No data is an empty (not null) records field: librdkafka
+  rejects null.
 * last_stable_offset = high watermark (no transactions yet), aborted_transactions null
   for read_uncommitted and empty for read_committed, preferred_read_replica -1.
 * Waiting: with fewer than min_bytes and max_wait_ms > 0 the request parks until an
@@ -24,6 +33,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kbroker.partition import Partition
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from log.errors import LogError
@@ -32,7 +42,13 @@ from wire.messages import FetchRequest, FetchResponse
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
-INT32_MAX = (1 << 31) - 1
+# Kafka's broker config fetch.max.bytes (default 55 MiB): the cap on a request's max_bytes.
+FETCH_MAX_BYTES = 57_671_680
+
+
+def _budget(req: FetchRequest) -> int:
+    """The request's byte budget, as KafkaApis.handleFetchRequest computes it (may be < 0)."""
+    return min(req.max_bytes, FETCH_MAX_BYTES)
 
 
 def _partition_error(index: int, code: ErrorCode) -> PartitionData:
@@ -41,57 +57,67 @@ def _partition_error(index: int, code: ErrorCode) -> PartitionData:
                          records=b"")
 
 
+def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, version: int,
+                    limit: int, min_one_message: bool, read_committed: bool) -> PartitionData:
+    """One partition's answer (ReplicaManager.read): at most ``limit`` bytes of whole
+    batches, the first one whole if ``min_one_message``."""
+    epoch = fp.current_leader_epoch if version >= 9 else -1
+    if epoch >= 0 and epoch != partition.leader_epoch:
+        return _partition_error(fp.partition, ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
+                                else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    try:
+        if limit < 0:
+            # the offset checks come first (out of range; at the high watermark: no data)
+            result = partition.read(fp.fetch_offset, 0, False, read_committed)
+            if fp.fetch_offset < result.high_watermark:
+                return _partition_error(fp.partition, ErrorCode.UNKNOWN_SERVER_ERROR)
+        else:
+            result = partition.read(fp.fetch_offset, limit, min_one_message, read_committed)
+    except LogError as e:
+        pd = _partition_error(fp.partition, e.error)
+        pd.high_watermark = partition.high_watermark
+        pd.last_stable_offset = partition.last_stable_offset
+        pd.log_start_offset = partition.log_start_offset
+        return pd
+    return PartitionData(
+        partition_index=fp.partition, error_code=ErrorCode.NONE,
+        high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
+        log_start_offset=result.log_start_offset,
+        aborted_transactions=[] if read_committed else None,
+        preferred_read_replica=-1, records=result.records if limit >= 0 else b"")
+
+
 def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, int, bool]:
-    """One pass over the requested partitions: (response, bytes of records, any error)."""
+    """One pass over the requested partitions (ReplicaManager.readFromLocalLog):
+    (response, bytes of records, any error)."""
     state = ctx.broker
-    v = ctx.api_version
     read_committed = req.isolation_level == 1
-    budget = req.max_bytes if req.max_bytes > 0 else INT32_MAX
-    total = 0
+    budget = _budget(req)   # what is left of it: Kafka's limitBytes
+    total = 0               # record bytes in the response (min_bytes counts these)
     errors = False
     topics = []
     for topic in req.topics:
         parts = []
         for fp in topic.partitions:
             partition = state.partition(topic.topic, fp.partition)
-            if partition is None:
+            if partition is None:   # Kafka sets these aside before reading: no effect on the budget
                 parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
-            epoch = fp.current_leader_epoch if v >= 9 else -1
-            if epoch >= 0 and epoch != partition.leader_epoch:
-                code = (ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
-                        else ErrorCode.UNKNOWN_LEADER_EPOCH)
-                parts.append(_partition_error(fp.partition, code))
-                errors = True
-                continue
-            max_bytes = min(fp.partition_max_bytes, budget - total)
-            try:
-                if max_bytes <= 0 and total > 0:
-                    result = partition.read(fp.fetch_offset, 0, False, read_committed)
-                    records = b""
-                else:
-                    result = partition.read(fp.fetch_offset, max(max_bytes, 0), total == 0,
-                                            read_committed)
-                    records = result.records
-            except LogError as e:
-                code = e.error
-                pd = _partition_error(fp.partition, code)
-                pd.high_watermark = partition.high_watermark
-                pd.last_stable_offset = partition.last_stable_offset
-                pd.log_start_offset = partition.log_start_offset
-                parts.append(pd)
-                errors = True
-                continue
-            total += len(records)
-            parts.append(PartitionData(
-                partition_index=fp.partition, error_code=ErrorCode.NONE,
-                high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
-                log_start_offset=result.log_start_offset,
-                aborted_transactions=[] if read_committed else None,
-                preferred_read_replica=-1, records=records))
+            pd = _read_partition(partition, fp, ctx.api_version, min(fp.partition_max_bytes, budget),
+                                 total == 0, read_committed)
+            size = len(pd.records)
+            total += size
+            budget = max(0, budget - size)
+            errors = errors or pd.error_code != ErrorCode.NONE
+            parts.append(pd)
         topics.append(TopicResponse(topic=topic.topic, partitions=parts))
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics), total, errors
+
+
+def _min_bytes(req: FetchRequest) -> int:
+    """min_bytes capped at the budget (KafkaApis: fetchMinBytes = min(minBytes, fetchMaxBytes))."""
+    return min(req.min_bytes, _budget(req))
 
 
 async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: float) -> FetchResponse:
@@ -99,7 +125,7 @@ async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: floa
     while True:
         await ctx.broker.fetch_waiters.wait(tps, deadline - time.monotonic())
         resp, total, errors = _read_all(ctx, req)
-        if total >= req.min_bytes or errors or time.monotonic() >= deadline:
+        if total >= _min_bytes(req) or errors or time.monotonic() >= deadline:
             return resp
 
 
@@ -111,6 +137,6 @@ def handle_fetch(ctx: RequestContext, req: FetchRequest) -> Any:
         if req.session_epoch not in (0, -1):
             return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     resp, total, errors = _read_all(ctx, req)
-    if total >= req.min_bytes or errors or req.max_wait_ms <= 0 or not req.topics:
+    if total >= _min_bytes(req) or errors or req.max_wait_ms <= 0 or not req.topics:
         return resp
     return _wait_then_read(ctx, req, time.monotonic() + req.max_wait_ms / 1000.0)
