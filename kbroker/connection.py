@@ -207,7 +207,7 @@ class KafkaConnection(asyncio.Protocol):
             log.exception("cannot build the error response for api key %d v%d",
                           ctx.api_key, ctx.api_version)
             parts = None
-        if parts is None:   # acks=0 Produce: no response can carry the error (Kafka closes)
+        if parts is None:   # acks=0 Produce (Kafka closes too), or no error response could be built
             self._abort("handler error with no response to carry it")
             return
         slot.parts = parts
