@@ -5,4 +5,4 @@ Everything else about the package is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("log._record_scan", ["log/_record_scan.c"], extra_compile_args=["-O2"])])
+setup(ext_modules=[Extension("log._record_scan", ["log/_record_scan.c"], extra_compile_args=["-O3"])])

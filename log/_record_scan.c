@@ -32,9 +32,15 @@
 
 enum { OK = 0, UNDERFLOW = -1, TOO_LONG = -2 };
 
-static int read_varint(const uint8_t **pp, const uint8_t *end, int32_t *out)
+static inline int read_varint(const uint8_t **pp, const uint8_t *end, int32_t *out)
 {
     const uint8_t *p = *pp;
+    if (p < end && !(*p & 0x80)) { /* one byte: the common case for deltas, counts and short lengths */
+        uint32_t v = *p;
+        *pp = p + 1;
+        *out = (int32_t)((v >> 1) ^ (0u - (v & 1u)));
+        return OK;
+    }
     uint32_t value = 0;
     int shift = 0;
     for (;;) {
@@ -55,9 +61,15 @@ static int read_varint(const uint8_t **pp, const uint8_t *end, int32_t *out)
     return OK;
 }
 
-static int read_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out)
+static inline int read_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out)
 {
     const uint8_t *p = *pp;
+    if (p < end && !(*p & 0x80)) {
+        uint64_t v = *p;
+        *pp = p + 1;
+        *out = (int64_t)((v >> 1) ^ (0ull - (v & 1ull)));
+        return OK;
+    }
     uint64_t value = 0;
     int shift = 0;
     for (;;) {
@@ -82,7 +94,7 @@ static int read_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out)
 #define MSG_LEN 200
 
 /* Skip a length-prefixed field of ``len`` bytes (negative = null).  0 or -1 (out of bounds). */
-static int skip_bytes(const uint8_t **pp, const uint8_t *end, int32_t len)
+static inline int skip_bytes(const uint8_t **pp, const uint8_t *end, int32_t len)
 {
     if (len < 0)
         return 0;
