@@ -69,6 +69,8 @@ from wire.record_batch import (
 
 __all__ = ["ValidationResult", "validate_and_assign_offsets"]
 
+_I64_SIGN = 1 << 63
+
 
 @dataclass(frozen=True, slots=True)
 class ValidationResult:
@@ -126,6 +128,8 @@ def _walk_records(mv: memoryview, pos: int, h: BatchHeader, now_ms: int, config:
         max_ts, index = h.max_timestamp, 0
     else:
         max_ts, index = h.base_timestamp + scan.max_ts_delta, scan.index_of_max
+        if not -_I64_SIGN <= max_ts < _I64_SIGN:  # Java's long sum wraps (only reachable
+            max_ts = ((max_ts + _I64_SIGN) & (2 * _I64_SIGN - 1)) - _I64_SIGN  # with no bounds)
     if max_ts <= -1:  # Kafka keeps the max from NO_TIMESTAMP (-1) with a strict '>'
         max_ts, index = -1, -1
     return max_ts, index, bool(h.compression) and not scan.offsets_in_order

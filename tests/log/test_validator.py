@@ -363,3 +363,16 @@ def test_the_native_walk_and_its_python_twin_agree_on_any_bytes(body, count):
             return str(e)
 
     assert outcome(record_validation.scan_records) == outcome(record_validation.scan_records_py)
+
+
+def test_a_timestamp_sum_past_int64_wraps_as_javas_long_does_instead_of_failing_the_append():
+    from wire.record_batch import _encode_record
+
+    big = (1 << 63) - 5
+    sent = batch(n=1)
+    struct.pack_into(">q", sent, 27, big)  # baseTimestamp near Long.MAX, the record's delta +10
+    buf = _reseal(sent, _encode_record(0, 10, b"k", b"v", []))
+    cfg = replace(CFG, message_timestamp_after_max_ms=(1 << 63) - 1)
+    res = validate_and_assign_offsets(buf, 0, NOW, cfg)
+    # Kafka: the record reads as Long.MIN + 4, below NO_TIMESTAMP, so the batch's max stays -1
+    assert res.max_timestamp == -1 == RecordBatch(buf).max_timestamp and RecordBatch(buf).is_crc_valid()
