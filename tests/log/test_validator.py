@@ -376,3 +376,22 @@ def test_a_timestamp_sum_past_int64_wraps_as_javas_long_does_instead_of_failing_
     res = validate_and_assign_offsets(buf, 0, NOW, cfg)
     # Kafka: the record reads as Long.MIN + 4, below NO_TIMESTAMP, so the batch's max stays -1
     assert res.max_timestamp == -1 == RecordBatch(buf).max_timestamp and RecordBatch(buf).is_crc_valid()
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=120), count=st.integers(1, 6), base_ts=st.integers(-(1 << 63), (1 << 63) - 1),
+       codec=st.sampled_from([Compression.NONE, Compression.GZIP]), compact=st.booleans())
+def test_any_crc_valid_batch_is_either_stored_or_refused_with_a_kafka_error_never_a_crash(body, count, base_ts, codec, compact):
+    sent = batch(n=1)
+    struct.pack_into(">q", sent, 27, base_ts)
+    buf = _reseal(sent, compress(codec, body) if codec else body, count=count)
+    if codec:
+        struct.pack_into(">h", buf, 21, codec)
+        struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
+    cfg = replace(CFG, cleanup_policy=("compact",) if compact else ("delete",))
+    try:
+        res = validate_and_assign_offsets(buf, 0, NOW, cfg)
+    except (InvalidRecordError, InvalidTimestampError, CorruptRecordError) as e:
+        assert e.error in (ErrorCode.INVALID_RECORD, ErrorCode.INVALID_TIMESTAMP, ErrorCode.CORRUPT_MESSAGE)
+    else:
+        assert res.record_count == count and RecordBatch(bytes(res.records)).is_crc_valid()
