@@ -39,7 +39,9 @@ DEFAULT_RETENTION_MS = 604800000
 DEFAULT_SEGMENT_BYTES = 1073741824
 
 # Broker overrides for the admin tests: retention passes every 200 ms and deleted segment
-# files go at once, so a lowered retention.ms shows within a second.
+# files go at once, so a lowered retention.ms shows within a second.  Start such a broker
+# with broker_factory(log_level="DEBUG", **FAST_RETENTION) to wait on its retention passes
+# (BrokerProcess.wait_for_retention_pass) before asserting that retention deleted nothing.
 FAST_RETENTION = {"log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "0"}
 
 # An hour ago: older than any retention.ms the tests lower to, newer than Kafka's
@@ -52,10 +54,11 @@ def segment_base_offsets(data_dir: Path, topic: str, partition: int) -> list[int
     return sorted(int(p.name.split(".")[0]) for p in (data_dir / f"{topic}-{partition}").glob("*.log"))
 
 
-def wait_until(probe: Callable[[], T], done: Callable[[T], bool], timeout_s: float = 10.0,
+def wait_until(probe: Callable[[], T], done: Callable[[T], bool], timeout_s: float = 60.0,
                interval_s: float = 0.1) -> T:
     """Call ``probe`` until ``done`` accepts its answer; the last answer either way (the
-    caller asserts on it, so a timeout fails with the value that was seen)."""
+    caller asserts on it, so a timeout fails with the value that was seen).  The deadline is
+    generous because a busy machine is slow; a wait that succeeds returns at once."""
     deadline = time.monotonic() + timeout_s
     value = probe()
     while not done(value) and time.monotonic() < deadline:

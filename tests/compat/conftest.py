@@ -17,11 +17,12 @@ def broker(tmp_path):
 
 @pytest.fixture
 def broker_factory(tmp_path):
-    """Start brokers with extra overrides: ``broker_factory(**{"num.partitions": "4"})``."""
+    """Start brokers with extra overrides: ``broker_factory(**{"num.partitions": "4"})``;
+    ``log_level="DEBUG"`` (not a broker property: no dot) is kbroker's ``--log-level``."""
     made: list[BrokerProcess] = []
 
-    def make(**overrides: str) -> BrokerProcess:
-        b = BrokerProcess(tmp_path / f"data{len(made)}", overrides=overrides).start()
+    def make(log_level: str | None = None, **overrides: str) -> BrokerProcess:
+        b = BrokerProcess(tmp_path / f"data{len(made)}", overrides=overrides, log_level=log_level).start()
         made.append(b)
         return b
 

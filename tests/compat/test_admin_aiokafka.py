@@ -34,6 +34,7 @@ from tests.compat.admin_helpers import (
     TOPIC_CONFIG,
     TOPIC_CONFIG_NAMES,
     segment_base_offsets,
+    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -110,7 +111,7 @@ async def _offsets(broker, topic: str, partition: int = 0) -> tuple[int, int]:
         await c.stop()
 
 
-async def _wait_for_offsets(broker, topic: str, want: tuple[int, int], timeout_s: float = 10.0) -> tuple[int, int]:
+async def _wait_for_offsets(broker, topic: str, want: tuple[int, int], timeout_s: float = 60.0) -> tuple[int, int]:
     deadline = time.monotonic() + timeout_s
     got = await _offsets(broker, topic)
     while got != want and time.monotonic() < deadline:
@@ -148,7 +149,7 @@ def test_aiokafka_describes_every_config_of_a_new_topic_with_its_source_and_syno
 # ---------------------------------------------------------------------------- alter, effect
 
 def test_aiokafka_alter_configs_replaces_a_topics_overrides_and_each_change_takes_effect(broker_factory):
-    b = broker_factory(**FAST_RETENTION)
+    b = broker_factory(log_level="DEBUG", **FAST_RETENTION)
 
     async def scenario():
         admin = await _admin(b)
@@ -167,7 +168,7 @@ def test_aiokafka_alter_configs_replaces_a_topics_overrides_and_each_change_take
 
             # validate_only answers but changes nothing.
             out["dry"] = await _alter_raw(admin, 2, "eff", {"retention.ms": "1800000"}, validate_only=True)
-            await asyncio.sleep(0.6)  # three retention passes
+            await asyncio.to_thread(b.wait_for_retention_pass)  # one began after the dry run
             out["after_dry"] = await _offsets(b, "eff")
 
             # AlterConfigs replaces the set: retention.ms in, max.message.bytes out.
@@ -175,10 +176,8 @@ def test_aiokafka_alter_configs_replaces_a_topics_overrides_and_each_change_take
                                                                              "retention.ms": "1800000"})
             out["after_retention"] = await _wait_for_offsets(b, "eff", (11, 11))
             # The log start moves just before the old segments are renamed .deleted.
-            deadline = time.monotonic() + 10
-            while segment_base_offsets(b.data_dir, "eff", 0) != [11] and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            out["segments_after"] = segment_base_offsets(b.data_dir, "eff", 0)
+            out["segments_after"] = await asyncio.to_thread(
+                wait_until, lambda: segment_base_offsets(b.data_dir, "eff", 0), lambda s: s == [11])
             out["big_again"] = await _send(producer, "eff", b"b" * 1000)
             out["described"] = (await _describe(admin, TOPIC_RES, "eff"))[1]
 

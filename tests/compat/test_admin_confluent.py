@@ -240,7 +240,7 @@ def test_max_message_bytes_changed_by_either_alter_api_decides_which_produce_is_
 
 
 def test_lowering_retention_ms_deletes_every_segment_older_than_it_and_moves_the_earliest_offset(broker_factory):
-    b = broker_factory(**FAST_RETENTION)
+    b = broker_factory(log_level="DEBUG", **FAST_RETENTION)
     admin = _admin(b)
     _create(admin, "aging", config={"segment.bytes": "2048"})
     # 40 records of 300 bytes an hour old, 4 per batch: several segments.
@@ -249,8 +249,9 @@ def test_lowering_retention_ms_deletes_every_segment_older_than_it_and_moves_the
     assert acks == [(None, i) for i in range(40)]
     before = segment_base_offsets(b.data_dir, "aging", 0)
     assert len(before) >= 4 and before[0] == 0, before
-    time.sleep(0.6)  # three retention passes: the 7-day default deletes nothing
+    b.wait_for_retention_pass()  # a pass that saw every record: the 7-day default deletes nothing
     assert _offsets(admin, "aging") == (0, 40)
+    assert segment_base_offsets(b.data_dir, "aging", 0) == before
 
     assert _incremental(admin, TOPIC_RES, "aging", [("retention.ms", "600000", SET)]) is None
     # Every segment is older than 10 minutes, the active one too: Kafka rolls a new empty
@@ -260,7 +261,7 @@ def test_lowering_retention_ms_deletes_every_segment_older_than_it_and_moves_the
 
     # A record of now is kept by the 10-minute retention.
     assert _produce(b.bootstrap, "aging", [b"fresh"]) == [(None, 40)]
-    time.sleep(0.6)
+    b.wait_for_retention_pass()
     assert _offsets(admin, "aging") == (40, 41)
     assert _consume_from(b.bootstrap, "aging", 0, 40, 1) == ([(40, b"fresh")], [])
     assert "Traceback" not in b.log_text()

@@ -324,7 +324,7 @@ def test_append_subtract_validate_only_and_refusals_answer_with_kafkas_codes_and
 # ---------------------------------------------------------------------------- effects
 
 def test_legacy_alter_of_retention_ms_deletes_old_segments_and_describe_log_dirs_sees_them_go(broker_factory):
-    b = broker_factory(**FAST_RETENTION)
+    b = broker_factory(log_level="DEBUG", **FAST_RETENTION)
     admin = _admin(b)
     producer = _producer(b)
     try:
@@ -343,6 +343,7 @@ def test_legacy_alter_of_retention_ms_deletes_old_segments_and_describe_log_dirs
         # The log start moves just before the segments are renamed .deleted (UnifiedLog
         # order), and retention runs on the broker's background thread: wait for the files.
         assert wait_until(lambda: segment_base_offsets(b.data_dir, "old", 0), lambda s: s == [12]) == [12]
+        b.wait_for_retention_pass()  # a whole pass since: the bystander's 7-day default keeps it
         assert _partition_sizes(admin) == {("old", 0): 0, ("bystander", 0): sizes[("bystander", 0)]}
         assert _offsets(b, "bystander") == (0, 1)
 
@@ -425,7 +426,7 @@ def test_create_partitions_and_delete_records_move_the_topic_as_kafka_does(broke
 # ---------------------------------------------------------------------------- broker configs
 
 def test_cluster_default_and_per_broker_configs_stack_as_in_kafka_take_effect_and_survive_a_restart(broker_factory):
-    b = broker_factory(**FAST_RETENTION)
+    b = broker_factory(log_level="DEBUG", **FAST_RETENTION)
     admin = _admin(b)
     producer = _producer(b)
     try:
@@ -439,6 +440,7 @@ def test_cluster_default_and_per_broker_configs_stack_as_in_kafka_take_effect_an
         assert _set_cluster_defaults(admin, [("log.retention.ms", 0, "1800000"),
                                              ("message.max.bytes", 0, "200000")]) == (0, None)
         assert wait_until(lambda: _offsets(b, "follows"), lambda o: o[0] == 6) == (6, 6)
+        b.wait_for_retention_pass()  # a whole pass under the new default: pinned keeps its own
         assert _offsets(b, "pinned") == (0, 6)
         # The per-broker level beats it.
         assert _alter(admin, "BROKER", "1", {"message.max.bytes": "3000"}, incremental=True) == "OK"
