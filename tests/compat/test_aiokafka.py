@@ -229,14 +229,14 @@ def test_aiokafka_admin_creates_lists_describes_and_deletes_topics(broker, negot
     assert (used["CreateTopicsRequest"], used["DeleteTopicsRequest"], used["MetadataRequest"]) == ({3}, {3}, {5})
 
 
-def test_an_aiokafka_consumer_waiting_at_the_end_of_a_partition_gets_a_new_record_within_a_second(broker):
-    """fetch_max_wait_ms is 10 s, so only the append waking the parked fetch explains a
-    delivery within a second."""
+def test_an_aiokafka_consumer_waiting_at_the_end_of_a_partition_gets_a_new_record_long_before_its_max_wait(broker):
+    """fetch_max_wait_ms is 60 s, so only the append waking the parked fetch explains a
+    delivery within half of it (however busy the machine, a wake takes far less)."""
     async def scenario():
         await _create_topic(broker.bootstrap, "tail", 1)
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=0)
         consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None,
-                                    fetch_max_wait_ms=10_000, request_timeout_ms=30_000)
+                                    fetch_max_wait_ms=60_000, request_timeout_ms=90_000)
         await producer.start()
         await consumer.start()
         try:
@@ -249,12 +249,12 @@ def test_an_aiokafka_consumer_waiting_at_the_end_of_a_partition_gets_a_new_recor
             assert not getter.done()
             await producer.send_and_wait("tail", key=b"k", value=b"woken")
             acked_at = time.monotonic()
-            record = await asyncio.wait_for(getter, 8)
+            record = await asyncio.wait_for(getter, 30)
             return record, time.monotonic() - acked_at
         finally:
             await consumer.stop()
             await producer.stop()
 
-    record, delay_s = run(scenario(), 60)
+    record, delay_s = run(scenario())
     assert (record.offset, record.key, record.value) == (0, b"k", b"woken")
-    assert delay_s < 1.0, delay_s
+    assert delay_s < 30, delay_s
