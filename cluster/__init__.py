@@ -23,12 +23,25 @@ operator expects.  This package holds everything about it that can be decided wi
 * ``election``: ``PartitionLeaderElectionAlgorithms`` (offline with the unclean flag,
   reassignment, preferred replica, controlled shutdown) and the leader-and-ISR update rules
   for a broker's failure or controlled shutdown.
-* ``controller``: the controller as a state machine.  It is fed events (became controller,
-  broker registered/gone, topic created, partitions added, deletion requested, controlled
-  shutdown, preferred election) and returns commands: ZooKeeper writes, each a ``multi``
-  guarded by ``check(/controller_epoch, version)`` (Kafka's
-  ``wrapRequestWithControllerEpochCheck``, so a deposed controller's writes fail), and
-  LeaderAndIsr / UpdateMetadata / StopReplica requests (``wire`` message classes) per broker.
+* ``controller`` (a package, Kafka's ``kafka.controller`` in ZooKeeper mode, 3.x): the
+  controller as a pure state machine.  ``Controller(config).handle(event)`` takes one event
+  (``events``: became controller with the cluster as read, broker set changed, topics
+  changed, partitions added, deletion queued, a StopReplica(delete) answered, controlled
+  shutdown, leader election (ElectLeaders, ``/admin/preferred_replica_election``), the
+  auto-rebalance tick, a write's result, resign) and returns a ``ControllerOutput``
+  (``commands``): ZooKeeper writes, each a ``multi`` guarded by
+  ``check(/controller_epoch, version)`` (``fencing``; Kafka's
+  ``wrapRequestWithControllerEpochCheck``, so a deposed controller's writes fail and it
+  resigns), then LeaderAndIsr v7 / UpdateMetadata v8 / StopReplica v4 requests per broker
+  (``request_batch``, ``wire`` message classes), plus the ControlledShutdown or
+  ElectLeaders answer.  Inside: ``context`` (Kafka's ControllerContext: brokers with epochs,
+  topic ids, assignments, leadership with the znode version, partition and replica
+  states, deletion queues), ``partition_state_machine``, ``replica_state_machine``,
+  ``topic_deletion``; the context is updated as each write is decided and any failed write
+  makes the controller resign, so it never outlives a write ZooKeeper refused.
+  ``controller.zk_io`` executes a write and reads the cluster over the coordination port,
+  for the runner in kbroker and for tests on ``fake_store``.  Not yet: partition
+  reassignment, AlterPartition, log-dir failures.
 
 Rules
 -----
