@@ -28,6 +28,9 @@ print("ready", flush=True)
 job = cleaner_for(log).grab_filthiest()
 job.prepare()
 print("prepared", flush=True)
+if sys.argv[2] == "pause":  # hold between prepare and commit until killed
+    print("paused", flush=True)
+    sys.stdin.read()
 job.commit()
 print("committed", flush=True)
 time.sleep(30)
@@ -62,11 +65,14 @@ def test_kill_9_during_a_cleaning_leaves_the_pre_or_the_post_clean_log(tmp_path)
     ref.close()
     outcomes = []
     # (line to wait for, then seconds before the kill): during prepare, then around the commit
-    for i, (after, delay) in enumerate([("ready", 0.02), ("ready", 0.1), ("prepared", 0), ("prepared", 0.0005),
-                                        ("prepared", 0.001), ("prepared", 0.002), ("prepared", 0.004),
-                                        ("committed", 0)]):
+    # (where these land depends on scheduling: either outcome is right), and two fixed points:
+    # held between prepare and commit ("paused": must read pre) and after the commit (post)
+    for i, (after, delay) in enumerate([("paused", 0), ("ready", 0.02), ("ready", 0.1), ("prepared", 0),
+                                        ("prepared", 0.0005), ("prepared", 0.001), ("prepared", 0.002),
+                                        ("prepared", 0.004), ("committed", 0)]):
         root = str(tmp_path / f"run{i}")
-        child = subprocess.Popen([sys.executable, "-c", CHILD, root], stdout=subprocess.PIPE, text=True,
+        child = subprocess.Popen([sys.executable, "-c", CHILD, root, "pause" if after == "paused" else "run"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                  env={**os.environ, "PYTHONPATH": REPO})
         try:
             for line in child.stdout:
@@ -76,6 +82,7 @@ def test_kill_9_during_a_cleaning_leaves_the_pre_or_the_post_clean_log(tmp_path)
         finally:
             child.send_signal(signal.SIGKILL)
             child.wait()
+            child.stdin.close()
         log = _reopen(root)
         got = read_records(log)
         assert got in (pre, post), f"killed {delay}s after {after!r}"
