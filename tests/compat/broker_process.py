@@ -71,7 +71,7 @@ class BrokerProcess:
     # the output line that says the broker is up
     ready_line: re.Pattern[str] = _LISTENING
 
-    def start(self, timeout_s: float = 30.0) -> BrokerProcess:
+    def start(self, timeout_s: float = 90.0) -> BrokerProcess:
         self.proc = subprocess.Popen(self.command(), cwd=ROOT, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -99,7 +99,7 @@ class BrokerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, timeout_s: float = 30.0) -> int:
+    def stop(self, timeout_s: float = 60.0) -> int:
         """SIGTERM and wait: a clean shutdown (flush, checkpoints, clean-shutdown marker)."""
         if self.proc is None:
             return 0
@@ -129,7 +129,7 @@ class BrokerProcess:
             self.stop()
         else:
             self.kill()
-        deadline = time.time() + 10
+        deadline = time.time() + 60
         while time.time() < deadline:  # the old socket may linger briefly
             try:
                 with socket.socket() as s:
