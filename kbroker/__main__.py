@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from cluster.coordination import CoordinationError
 from kbroker.broker import Broker, new_event_loop
 from kbroker.config import ConfigError, load_config
 from log.log_dir_checks import LogDirError
@@ -38,6 +39,9 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("kbroker").error("cannot start: %s", e)
         return 1
     except OSError as e:
+        logging.getLogger("kbroker").error("cannot start: %s", e)
+        return 1
+    except CoordinationError as e:  # cluster mode: ZooKeeper unreachable, broker.id taken
         logging.getLogger("kbroker").error("cannot start: %s", e)
         return 1
     finally:

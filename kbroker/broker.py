@@ -10,6 +10,10 @@ From synchronous code (its own event loop in a thread)::
     with Broker.start({"log.dirs": d, "listeners": "PLAINTEXT://127.0.0.1:0"}) as b:
         producer = Producer({"bootstrap.servers": b.bootstrap_servers})
 
+Cluster mode (``zookeeper.connect`` set, kbroker/cluster_runtime.py): ZooKeeper is joined
+before the logs load (its ``/cluster/id`` must match the log dirs'), the broker registers
+once it listens, and shutdown starts with a controlled shutdown.
+
 Start-up: load the logs (recovery after an unclean shutdown), then listen, start the
 background thread (retention, flushes, checkpoints) and the log cleaner's threads, and log
 ``started (kbroker id=N) listening on HOST:PORT``.  Shutdown: stop accepting, stop the
@@ -27,6 +31,7 @@ from typing import Any
 from kbroker.background import BackgroundWorker
 from kbroker.broker_state import BrokerState
 from kbroker.cleaner_threads import CleanerThreads
+from kbroker.cluster_runtime import ClusterRuntime
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
 
@@ -48,14 +53,32 @@ class Broker:
         self._ticker: asyncio.Task[None] | None = None
         self._background: BackgroundWorker | None = None
         self._cleaner_threads: CleanerThreads | None = None
+        self.cluster: ClusterRuntime | None = None
         self.host = ""
         self.port = 0
 
     # ------------------------------------------------------------ asyncio API
     async def start_async(self) -> Broker:
         loop = asyncio.get_running_loop()
+        cluster_id = None
+        if self.config.cluster_mode:
+            # Cluster mode: ZooKeeper first (Kafka's initZkClient): its /cluster/id is the
+            # one the log dirs must carry.
+            self.cluster = ClusterRuntime(self.config)
+            try:
+                cluster_id = await self.cluster.connect()
+            except BaseException:
+                await self.cluster.zk.close()
+                self.cluster = None
+                raise
         # Recovery reads files: keep it off the loop so a parent application stays responsive.
-        self.state = await loop.run_in_executor(None, BrokerState, self.config)
+        try:
+            self.state = await loop.run_in_executor(None, BrokerState, self.config, cluster_id)
+        except BaseException:
+            if self.cluster is not None:
+                await self.cluster.stop()
+                self.cluster = None
+            raise
         listener = self.config.listeners[0]
         self._server = await loop.create_server(
             lambda: KafkaConnection(self.state),  # type: ignore[arg-type]
@@ -66,6 +89,13 @@ class Broker:
         self.host = listener.host or "localhost"
         self.port = sock.getsockname()[1]
         self.state.bound_port = self.port
+        if self.cluster is not None:
+            self.state.cluster = self.cluster
+            try:
+                await self.cluster.start(self.state)
+            except BaseException:
+                await self.stop_async()
+                raise
         self._background = BackgroundWorker(self.state.run_background_tasks, SCHEDULER_TICK_S).start()
         cleaner = self.state.log_manager.cleaner  # None when log.cleaner.enable=false
         if cleaner is not None:
@@ -76,6 +106,11 @@ class Broker:
         return self
 
     async def stop_async(self) -> None:
+        cluster, self.cluster = self.cluster, None
+        if cluster is not None:
+            if self.config["controlled.shutdown.enable"] and cluster.broker_epoch >= 0:
+                await cluster.controlled_shutdown()
+            await cluster.stop()   # closes the session: the registration goes at once
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None

@@ -32,11 +32,12 @@ from kbroker.topic_names import is_internal
 from log.clock import SystemClock
 from log.config import CLEANER_DEFAULTS, CleanerConfig, ProducerStateManagerConfig
 from log.log import Log
-from log.log_dir_checks import check_log_dirs
+from log.log_dir_checks import LogDirError, check_log_dirs
 from log.log_manager import LogManager
 from log.scheduler import Scheduler
 
 if TYPE_CHECKING:
+    from kbroker.cluster_runtime import ClusterRuntime
     from kbroker.connection import KafkaConnection
 
 log = logging.getLogger("kbroker.state")
@@ -54,8 +55,14 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
 
 
+class ClusterIdMismatchError(LogDirError):
+    """meta.properties names another cluster than ZooKeeper's /cluster/id."""
+
+
 class BrokerState:
-    def __init__(self, static_config: BrokerConfig):
+    def __init__(self, static_config: BrokerConfig, cluster_id: str | None = None):
+        """``cluster_id``: in cluster mode, ZooKeeper's ``/cluster/id`` (the log dirs must
+        belong to it, Kafka's InconsistentClusterIdException); else the stored one or new."""
         self.static_config = static_config
         self.node_id = static_config.node_id
         dirs = static_config.log_dirs
@@ -77,7 +84,12 @@ class BrokerState:
             producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
             cleaner_config=CleanerConfig.from_properties({name: config[name] for name in CLEANER_DEFAULTS}),
         )
-        self.cluster_id = stored_cluster_id or new_cluster_id()
+        if cluster_id is not None and stored_cluster_id and stored_cluster_id != cluster_id:
+            raise ClusterIdMismatchError(
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId Some({stored_cluster_id}) "
+                "in meta.properties. The broker is trying to join the wrong cluster. Configured "
+                "zookeeper.connect may be wrong.")
+        self.cluster_id = cluster_id or stored_cluster_id or new_cluster_id()
         self.log_manager.ensure_meta_properties(self.node_id, self.cluster_id)
         self.log_manager.startup()
         self.fetch_waiters = FetchWaiters()
@@ -101,6 +113,9 @@ class BrokerState:
         self.groups = GroupService(self)
         self.connections: set[KafkaConnection] = set()
         self.bound_port: int | None = None
+        # Cluster mode (zookeeper.connect set): ZooKeeper, metadata cache, replicas,
+        # controller; None on a single node, where this broker leads everything.
+        self.cluster: ClusterRuntime | None = None
 
     # ------------------------------------------------------------ topics and partitions
     def partition(self, topic: str, index: int) -> Partition | None:

@@ -71,6 +71,16 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("socket.request.max.bytes", "int", 104857600, at_least=1),
     _k("connections.max.idle.ms", "long", 600000),
     _k("request.timeout.ms", "int", 30000, at_least=0),
+    # ---- cluster mode (issue 13): set zookeeper.connect to join a cluster
+    _k("zookeeper.connect", "string", None),
+    _k("zookeeper.session.timeout.ms", "int", 18000),
+    _k("zookeeper.connection.timeout.ms", "int", None),
+    _k("controlled.shutdown.enable", "boolean", True),
+    _k("controlled.shutdown.max.retries", "int", 3),
+    _k("controlled.shutdown.retry.backoff.ms", "long", 5000),
+    _k("auto.leader.rebalance.enable", "boolean", True),
+    _k("leader.imbalance.check.interval.seconds", "long", 300, at_least=1),
+    _k("leader.imbalance.per.broker.percentage", "int", 10),
     _k("num.recovery.threads.per.data.dir", "int", 2, at_least=1),
     # ---- topics
     _k("auto.create.topics.enable", "boolean", True),
@@ -240,7 +250,24 @@ class BrokerConfig:
             raise ConfigError("Invalid value '' for configuration log.dirs: no directory")
         if self.values["group.min.session.timeout.ms"] > self.values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        self._resolve_broker_id()
         self.log_config = self._default_log_config()
+
+    def _resolve_broker_id(self) -> None:
+        """``broker.id`` is a synonym of ``node.id`` (Kafka: "broker.id must be equal to
+        node.id" when both are set); either one names this broker."""
+        broker_id = self.values["broker.id"]
+        if broker_id < 0:
+            return
+        if "node.id" in self.originals and self.values["node.id"] != broker_id:
+            raise ConfigError(f"broker.id ({broker_id}) must be equal to node.id "
+                              f"({self.values['node.id']}) when both are set")
+        self.values["node.id"] = broker_id
+
+    @property
+    def cluster_mode(self) -> bool:
+        """Cluster mode starts when ``zookeeper.connect`` is set."""
+        return bool(self.values["zookeeper.connect"])
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.error_responses import CLOSE, error_response
-from kbroker.registry import NO_RESPONSE, REGISTRY
+from kbroker.registry import INTER_BROKER, NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
 from wire.codec import decode_at
 from wire.errors import DecodeError, WireError
@@ -127,6 +127,8 @@ class KafkaConnection(asyncio.Protocol):
             return
         key, version = header.request_api_key, header.request_api_version
         entry = REGISTRY.get(key)
+        if entry is None and self.state.cluster is not None:
+            entry = INTER_BROKER.get(key)   # cluster mode: the controller's requests
         if entry is None:
             self._abort(f"unknown api key {key}")
             return

@@ -63,6 +63,11 @@ class GroupService:
         return GROUP_METADATA_TOPIC in self.state.topics
 
     def ensure_topic(self) -> None:
+        if getattr(self.state, "cluster", None) is not None:
+            # cluster mode: FindCoordinator creates it through ZooKeeper; the partitions
+            # this broker holds arrive with LeaderAndIsr
+            self._follow_topic_partitions()
+            return
         if not self.topic_exists():
             self.state.create_topic(GROUP_METADATA_TOPIC, self.num_partitions, {
                 "cleanup.policy": "compact",

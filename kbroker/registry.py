@@ -75,3 +75,6 @@ class InjectedHandlerFailure(RuntimeError):
 
 
 REGISTRY = Registry()
+# The controller-to-broker APIs (kbroker/handlers/inter_broker.py): served in cluster mode
+# only, never listed by ApiVersions.
+INTER_BROKER = Registry()

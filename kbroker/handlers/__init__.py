@@ -8,6 +8,7 @@ from kbroker.handlers import (  # noqa: F401
     fetch,
     groups,
     init_producer_id,
+    inter_broker,
     list_offsets,
     metadata,
     offset_for_leader_epoch,

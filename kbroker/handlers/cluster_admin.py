@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from kbroker.handlers.cluster_metadata import live_brokers_for_describe
 from kbroker.handlers.metadata import CLUSTER_OPERATIONS, INT_MIN
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
@@ -46,11 +47,17 @@ def handle_describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) ->
                                        endpoint_type=ENDPOINT_BROKER, cluster_id="", controller_id=-1,
                                        brokers=[], cluster_authorized_operations=INT_MIN)
     host, port = state.advertised_address()
+    if getattr(state, "cluster", None) is not None:   # cluster mode: every live broker, from the metadata cache
+        brokers = live_brokers_for_describe(ctx)
+        controller_id = state.cluster.cache.controller_id
+    else:
+        brokers = [(state.node_id, host, port, state.config["broker.rack"])]
+        controller_id = state.node_id
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=ENDPOINT_BROKER,
-        cluster_id=state.cluster_id, controller_id=state.node_id,
-        brokers=[DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=state.node_id, host=host, port=port, rack=state.config["broker.rack"])],
+        cluster_id=state.cluster_id, controller_id=controller_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=b, host=h, port=p, rack=r)
+                 for b, h, p, r in brokers],
         cluster_authorized_operations=CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
         else INT_MIN)
 

@@ -99,6 +99,12 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     for topic in req.topics:
         parts = []
         for fp in topic.partitions:
+            if getattr(state, "cluster", None) is not None:   # cluster mode: only the leader serves (followers later)
+                not_leader = state.cluster.replicas.leader_error(topic.topic, fp.partition)
+                if not_leader is not None:
+                    parts.append(_partition_error(fp.partition, not_leader))
+                    errors = True
+                    continue
             partition = state.partition(topic.topic, fp.partition)
             if partition is None:   # Kafka sets these aside before reading: no effect on the budget
                 parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.handlers.cluster_groups import group_coordinator
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
@@ -38,6 +39,8 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 @REGISTRY.register(10, 0, 4)
 def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
     state = ctx.broker
+    if getattr(state, "cluster", None) is not None and req.key_type == GROUP_KEY:
+        return _find_group_coordinator_in_cluster(ctx, req)  # type: ignore[return-value]
     host, port = state.advertised_address()
     if req.key_type == GROUP_KEY:
         state.groups.ensure_topic()
@@ -54,6 +57,21 @@ def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) ->
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
                                    node_id=node, host=h, port=p)
+
+
+async def _find_group_coordinator_in_cluster(ctx: RequestContext, req: FindCoordinatorRequest
+                                            ) -> FindCoordinatorResponse:
+    """Cluster mode: the leader of the group's __consumer_offsets partition
+    (kbroker/handlers/cluster_groups.py)."""
+    if ctx.api_version >= 4:
+        coordinators = []
+        for key in req.coordinator_keys:
+            code, msg, node, host, port = await group_coordinator(ctx, key)
+            coordinators.append(FindCoordinatorResponse.Coordinator(key, node, host, port, code, msg))
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+    code, msg, node, host, port = await group_coordinator(ctx, req.key)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
+                                   node_id=node, host=host, port=port)
 
 
 @REGISTRY.register(11, 0, 7)

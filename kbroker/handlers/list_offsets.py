@@ -41,6 +41,11 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
             if counts[(t.name, p.partition_index)] > 1:
                 parts.append(_error(p.partition_index, ErrorCode.INVALID_REQUEST))
                 continue
+            if getattr(state, "cluster", None) is not None:   # cluster mode: only the leader answers
+                not_leader = state.cluster.replicas.leader_error(t.name, p.partition_index)
+                if not_leader is not None:
+                    parts.append(_error(p.partition_index, not_leader))
+                    continue
             partition = state.partition(t.name, p.partition_index)
             if partition is None:
                 parts.append(_error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from kbroker.handlers.cluster_metadata import cluster_metadata
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import invalid_reason, is_internal
@@ -55,6 +56,10 @@ def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
     state = ctx.broker
     v = ctx.api_version
     with_topic_ops = v >= 8 and req.include_topic_authorized_operations
+    if getattr(state, "cluster", None) is not None:   # cluster mode: the metadata cache answers
+        return cluster_metadata(  # type: ignore[return-value]
+            ctx, req, TOPIC_OPERATIONS if with_topic_ops else INT_MIN,
+            CLUSTER_OPERATIONS if 8 <= v <= 10 and req.include_cluster_authorized_operations else INT_MIN)
     if req.topics is None or (v == 0 and not req.topics):
         names = sorted(state.topics)
     else:

@@ -112,6 +112,11 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
             if code:
                 partitions.append(_error(pd.index, code))
                 continue
+            if getattr(state, "cluster", None) is not None:   # cluster mode: only the leader appends
+                not_leader = state.cluster.replicas.leader_error(topic.name, pd.index)
+                if not_leader is not None:
+                    partitions.append(_error(pd.index, not_leader))
+                    continue
             partition = state.partition(topic.name, pd.index)
             if partition is None:
                 partitions.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

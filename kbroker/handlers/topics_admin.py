@@ -159,6 +159,9 @@ def _config_entries(ctx: RequestContext, configs: dict[str, str]) -> list:
 @REGISTRY.register(19, 2, 7)
 def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     state = ctx.broker
+    if getattr(state, "cluster", None) is not None:   # cluster mode: the controller writes ZooKeeper
+        from kbroker.handlers.cluster_topics import create_topics  # noqa: PLC0415 - cycle
+        return create_topics(ctx, req)  # type: ignore[return-value]
     v = ctx.api_version
     names = [t.name for t in req.topics]
     dupes = {n for n in names if names.count(n) > 1}
@@ -183,6 +186,9 @@ def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
 def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest
                          ) -> DeleteTopicsResponse | Awaitable[DeleteTopicsResponse]:
     state = ctx.broker
+    if getattr(state, "cluster", None) is not None:   # cluster mode: the controller's deletion manager
+        from kbroker.handlers.cluster_topics import delete_topics  # noqa: PLC0415 - cycle
+        return delete_topics(ctx, req)
     removed_topics = []
     v = ctx.api_version
     if v >= 6:

@@ -1,0 +1,132 @@
+"""Inter-broker client connections (Kafka's ``ControllerChannelManager`` /
+``RequestSendThread``), speaking the project's own codec (wire/).
+
+One :class:`BrokerLink` per target broker: a queue of requests sent one at a time, in
+order, each awaiting its response before the next goes (Kafka's controller keeps one
+request in flight per broker, so a broker applies the controller's requests in the order
+they were decided).  A send that fails (connection refused, reset, timeout) reconnects
+and resends the same request after ``RETRY_BACKOFF_S``, as the RequestSendThread does,
+until the link is closed (the broker left the cluster: its pending futures are
+cancelled).
+
+Also :func:`send_once`: one request on a fresh connection, for the broker's own
+ControlledShutdown to the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import struct
+from typing import Any
+
+from wire.headers import decode_response, encode_request
+from wire.schema import RESPONSES
+
+__all__ = ["BrokerChannel", "BrokerLink", "send_once"]
+
+log = logging.getLogger("kbroker.broker_channel")
+
+RETRY_BACKOFF_S = 0.3
+REQUEST_TIMEOUT_S = 30.0
+_I32 = struct.Struct(">i")
+
+
+async def _roundtrip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, message: Any,
+                     version: int, correlation_id: int, client_id: str) -> Any:
+    writer.write(encode_request(message, version, correlation_id, client_id))
+    await writer.drain()
+    (size,) = _I32.unpack(await reader.readexactly(4))
+    frame = await reader.readexactly(size)
+    cid, response = decode_response(RESPONSES[message.API_KEY].cls, frame, version)
+    if cid != correlation_id:
+        raise ConnectionError(f"correlation id {cid} answered for {correlation_id}")
+    return response
+
+
+async def send_once(host: str, port: int, message: Any, version: int, client_id: str,
+                    timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+    """One request on a new connection; raises OSError / TimeoutError / IncompleteReadError."""
+    async def go() -> Any:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            return await _roundtrip(reader, writer, message, version, 1, client_id)
+        finally:
+            writer.close()
+    return await asyncio.wait_for(go(), timeout_s)
+
+
+class BrokerLink:
+    def __init__(self, broker_id: int, host: str, port: int, client_id: str) -> None:
+        self.broker_id = broker_id
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self._queue: asyncio.Queue[tuple[Any, int, asyncio.Future[Any]]] = asyncio.Queue()
+        self._correlation = itertools.count(1)
+        self._task = asyncio.ensure_future(self._run())
+        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    def send(self, message: Any, version: int) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((message, version, fut))
+        return fut
+
+    async def _run(self) -> None:
+        while True:
+            message, version, fut = await self._queue.get()
+            while not fut.done():
+                try:
+                    if self._conn is None:
+                        self._conn = await asyncio.wait_for(
+                            asyncio.open_connection(self.host, self.port), REQUEST_TIMEOUT_S)
+                    response = await asyncio.wait_for(
+                        _roundtrip(*self._conn, message, version, next(self._correlation),
+                                   self.client_id), REQUEST_TIMEOUT_S)
+                    fut.set_result(response)
+                except (OSError, EOFError, TimeoutError, asyncio.IncompleteReadError,
+                        ConnectionError) as e:
+                    log.info("request %s to broker %d (%s:%d) failed (%r); retrying",
+                             type(message).__name__, self.broker_id, self.host, self.port, e)
+                    self._drop_connection()
+                    await asyncio.sleep(RETRY_BACKOFF_S)
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            self._conn[1].close()
+            self._conn = None
+
+    def close(self) -> None:
+        self._task.cancel()
+        self._drop_connection()
+        while not self._queue.empty():
+            _, _, fut = self._queue.get_nowait()
+            fut.cancel()
+
+
+class BrokerChannel:
+    """The controller's links, one per live broker (``addBroker`` / ``removeBroker``)."""
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        self.links: dict[int, BrokerLink] = {}
+
+    def update_brokers(self, endpoints: dict[int, tuple[str, int]]) -> None:
+        """Keep a link to exactly these brokers; a broker whose address changed is relinked."""
+        for broker_id in list(self.links):
+            link = self.links[broker_id]
+            if endpoints.get(broker_id) != (link.host, link.port):
+                link.close()
+                del self.links[broker_id]
+        for broker_id, (host, port) in endpoints.items():
+            if broker_id not in self.links:
+                self.links[broker_id] = BrokerLink(broker_id, host, port, self.client_id)
+
+    def send(self, broker_id: int, message: Any, version: int) -> asyncio.Future[Any] | None:
+        link = self.links.get(broker_id)
+        return None if link is None else link.send(message, version)
+
+    def close(self) -> None:
+        for link in self.links.values():
+            link.close()
+        self.links.clear()

@@ -1,0 +1,211 @@
+"""``ClusterRuntime``: the broker's life in a ZooKeeper cluster (Kafka's ``KafkaServer``
+start-up and shutdown steps of ZooKeeper mode).
+
+Start-up, in Kafka's order:
+
+1. :meth:`connect`: open the session (``zookeeper.connect``, ``zookeeper.session.timeout.ms``;
+   no answer within ``zookeeper.connection.timeout.ms`` fails start-up), create the
+   persistent top-level paths (``createTopLevelPaths``), and get or create ``/cluster/id``
+   (``getOrGenerateClusterId``), which the log dirs' ``meta.properties`` must match.
+2. :meth:`start` (once the listener is bound): register ``/brokers/ids/<id>`` (ephemeral,
+   Kafka's JSON; the broker epoch is its czxid; an id held by a live broker refuses start-up
+   with Kafka's "node already exists" message), then start the controller runner, which
+   campaigns for ``/controller``.
+
+While running: a LOST session (expired: our ephemerals are gone) resigns the controller;
+when kazoo has a new session the broker registers again and campaigns again.
+
+Shutdown: with ``controlled.shutdown.enable`` the broker first sends ControlledShutdown to
+the controller and retries (``controlled.shutdown.max.retries``, ``...retry.backoff.ms``)
+until the controller has moved every leadership it can (Kafka's ``controlledShutdown``);
+then the session is closed, so the registration disappears at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from cluster import znodes
+from cluster.coordination import CoordinationError, NodeExistsError, NoNodeError, SessionState
+from kbroker.broker_channel import send_once
+from kbroker.broker_state import new_cluster_id
+from kbroker.controller_runner import ControllerRunner
+from kbroker.metadata_cache import MetadataCache
+from kbroker.replica_manager import ReplicaManager
+from kbroker.zk_client import ZkClient
+from wire.error_codes import ErrorCode
+from wire.messages import ControlledShutdownRequest
+
+if TYPE_CHECKING:
+    from kbroker.broker_state import BrokerState
+    from kbroker.config import BrokerConfig
+
+__all__ = ["ClusterRuntime"]
+
+log = logging.getLogger("kbroker.cluster")
+
+CONTROLLED_SHUTDOWN_VERSION = 3
+
+
+class ClusterRuntime:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.node_id
+        self.zk = ZkClient(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"],
+                           config["zookeeper.connection.timeout.ms"])
+        self.cache = MetadataCache()
+        self.cluster_id: str | None = None
+        self.broker_epoch = -1
+        self.state: BrokerState | None = None
+        self.replicas: ReplicaManager | None = None
+        self.inter_broker_listener = config["inter.broker.listener.name"] or config.listeners[0].name
+        interval = config["leader.imbalance.check.interval.seconds"]
+        self.runner = ControllerRunner(
+            self.zk, self.broker_id, self.inter_broker_listener,
+            delete_topic_enable=config["delete.topic.enable"],
+            unclean_leader_election=config["unclean.leader.election.enable"],
+            leader_imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
+            auto_rebalance_interval_s=interval if config["auto.leader.rebalance.enable"] else None)
+        self._registration: znodes.BrokerRegistration | None = None
+        self._session_lost = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.shutting_down = False
+
+    # -- start-up ------------------------------------------------------------------------
+
+    async def connect(self) -> str:
+        """Open the session, create the top-level paths, return the cluster id."""
+        await self.zk.start()
+        for path in znodes.PERSISTENT_PATHS:
+            await self.zk.ensure_path(path)
+        try:
+            data, _ = await self.zk.get(znodes.CLUSTER_ID_PATH)
+            self.cluster_id = znodes.decode_cluster_id(data)
+        except NoNodeError:
+            cluster_id = new_cluster_id()
+            try:
+                await self.zk.create(znodes.CLUSTER_ID_PATH, znodes.encode_cluster_id(cluster_id),
+                                     make_parents=True)
+                self.cluster_id = cluster_id
+            except NodeExistsError:
+                data, _ = await self.zk.get(znodes.CLUSTER_ID_PATH)
+                self.cluster_id = znodes.decode_cluster_id(data)
+        return self.cluster_id
+
+    async def start(self, state: BrokerState) -> None:
+        """Register this broker and start the controller runner (the listener is bound)."""
+        self.state = state
+        self.replicas = ReplicaManager(state, self.cache, self.zk)
+        host, port = state.advertised_address()
+        listener = state.config.listeners[0]
+        protocols = dict(item.split(":", 1) for item in
+                         state.config["listener.security.protocol.map"].split(",") if ":" in item)
+        self._registration = znodes.BrokerRegistration(
+            self.broker_id,
+            (znodes.EndPoint(listener.name, host, port, protocols.get(listener.name, "PLAINTEXT")),),
+            rack=state.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
+        self.broker_epoch = await self.zk.register_broker(self._registration)
+        self.zk.add_session_listener(self._on_session)
+        self.runner.start()
+
+    # -- session -------------------------------------------------------------------------
+
+    def _on_session(self, s: SessionState) -> None:
+        if self.shutting_down:
+            return
+        if s is SessionState.LOST:
+            log.warning("ZooKeeper session expired: re-registering broker %d when reconnected",
+                        self.broker_id)
+            self._session_lost = True
+            self.runner.session_lost()
+        elif s is SessionState.SUSPENDED:
+            log.info("ZooKeeper connection lost; the session may survive")
+        elif s is SessionState.CONNECTED and self._session_lost and not self.shutting_down:
+            self._session_lost = False
+            self._spawn(self._reregister())
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reregister(self) -> None:
+        assert self._registration is not None
+        while not self.shutting_down:
+            try:
+                self.broker_epoch = await self.zk.register_broker(self._registration)
+                break
+            except CoordinationError as e:
+                log.warning("re-registering broker %d failed (%r); retrying", self.broker_id, e)
+                await asyncio.sleep(1.0)
+        self.runner.session_renewed()
+
+    # -- queries -------------------------------------------------------------------------
+
+    @property
+    def controller_id(self) -> int:
+        """The controller as last learned (UpdateMetadata, else our own watch)."""
+        if self.runner.is_active:
+            return self.broker_id
+        cid = self.runner.active_controller_id
+        return cid if cid >= 0 else self.cache.controller_id
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move our leaderships away; True when it reported none left."""
+        cfg = self.config
+        retries = cfg["controlled.shutdown.max.retries"]
+        backoff_s = cfg["controlled.shutdown.retry.backoff.ms"] / 1000
+        for attempt in range(1, retries + 1):
+            try:
+                error, remaining = await self._controlled_shutdown_once()
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, CoordinationError) as e:
+                error, remaining = None, None
+                log.warning("controlled shutdown attempt %d failed: %r", attempt, e)
+            if error == ErrorCode.NONE and not remaining:
+                log.info("controlled shutdown succeeded")
+                return True
+            if error is not None:
+                log.warning("controlled shutdown attempt %d: error %s, %d partition(s) still led "
+                            "here: %s", attempt, ErrorCode(error).name, len(remaining or []),
+                            remaining)
+            if attempt < retries:
+                await asyncio.sleep(backoff_s)
+        log.warning("controlled shutdown did not complete after %d attempt(s); proceeding to an "
+                    "unclean shutdown", retries)
+        return False
+
+    async def _controlled_shutdown_once(self) -> tuple[int, list[tuple[str, int]]]:
+        controller = self.controller_id
+        if controller < 0:
+            try:
+                data, _ = await self.zk.get(znodes.CONTROLLER_PATH)
+                controller = znodes.decode_controller(data)
+            except NoNodeError:
+                return ErrorCode.NOT_CONTROLLER, []
+        if controller == self.broker_id:
+            result = await self.runner.controlled_shutdown(self.broker_id, self.broker_epoch)
+            return result.error_code, list(result.remaining_partitions)
+        info = self.cache.broker(controller)
+        endpoint = None if info is None else (
+            info.endpoint(self.inter_broker_listener) or (info.endpoints[0] if info.endpoints else None))
+        if endpoint is None:
+            data, _ = await self.zk.get(znodes.broker_path(controller))
+            reg = znodes.decode_broker(controller, data)
+            endpoint = reg.endpoints[0]
+        resp = await send_once(endpoint.host or "localhost", endpoint.port,
+                               ControlledShutdownRequest(broker_id=self.broker_id,
+                                                         broker_epoch=self.broker_epoch),
+                               CONTROLLED_SHUTDOWN_VERSION, f"broker-{self.broker_id}")
+        return resp.error_code, [(p.topic_name, p.partition_index) for p in resp.remaining_partitions]
+
+    async def stop(self) -> None:
+        self.shutting_down = True
+        for task in list(self._tasks):
+            task.cancel()
+        await self.runner.stop()
+        await self.zk.close()

@@ -1,0 +1,363 @@
+"""``ControllerRunner``: the I/O half of the controller (Kafka's ``KafkaController`` event
+loop, ``ControllerEventManager`` and ``ControllerChannelManager``) around the pure
+``cluster.controller.Controller``.
+
+One asyncio task takes work items from one queue, in order, as Kafka's single controller
+thread does; ZooKeeper watches only enqueue an item, and the item re-reads what it needs
+(and re-arms its one-shot watch) when its turn comes:
+
+* ``elect`` (start-up, ``/controller`` changed, a new session): if ``/controller`` names
+  another broker, remember it and watch the znode; if it is gone, run Kafka's election
+  multi (``election_ops``: create the ephemeral ``/controller`` + bump ``/controller_epoch``
+  at its version).  Winning: arm the child watches of ``/brokers/ids``, ``/brokers/topics``
+  and ``/admin/delete_topics`` and a data watch per topic, read the cluster
+  (``zk_io.read_cluster``) and feed ``BecameController``.  If we are active but
+  ``/controller`` is gone or another's, we resign first.
+* ``brokers`` / ``topics`` / ``topic:<name>`` / ``deletions``: BrokerChange, TopicChange,
+  PartitionModifications, TopicDeletion from fresh reads.
+* ControlledShutdown requests, StopReplica(delete) results, the auto-rebalance tick.
+
+Each output is executed as the controller's contract says (cluster/controller/commands.py):
+writes in order through the port; a write that fails with a connection loss is retried on
+the same session (Kafka's ``retryRequestsUntilConnected``); any other failure (the epoch
+check failing: a newer controller exists) is fed back, the controller resigns, this
+runner deletes ``/controller`` if it is still its own (Kafka's ``maybeResign``) and
+campaigns again.  Requests go out only after every write succeeded, through
+``BrokerChannel`` (one in-order link per live broker, to its inter-broker listener).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cluster import znodes
+from cluster.controller import (
+    AutoLeaderRebalance,
+    BecameController,
+    BrokerChange,
+    BrokerRequest,
+    ControlledShutdown,
+    ControlledShutdownResult,
+    Controller,
+    ControllerConfig,
+    ControllerElection,
+    ControllerOutput,
+    PartitionModifications,
+    Resign,
+    TopicChange,
+    TopicDeletion,
+    TopicDeletionStopReplicaResult,
+    ZkDeleteTree,
+    ZkWrite,
+    ZkWriteResult,
+    election_ops,
+)
+from cluster.controller.zk_io import execute, read_brokers, read_cluster, read_topics
+from cluster.coordination import (
+    ConnectionLossError,
+    CoordinationError,
+    MultiError,
+    NoNodeError,
+    WatchEvent,
+)
+from kbroker.broker_channel import BrokerChannel
+from wire.error_codes import ErrorCode
+from wire.messages import StopReplicaRequest
+
+__all__ = ["ControllerRunner"]
+
+log = logging.getLogger("kbroker.controller")
+
+RETRY_S = 0.5  # a ZooKeeper read or write lost to a connection loss is retried after this
+
+
+def _is_connection_loss(e: BaseException | None) -> bool:
+    if isinstance(e, MultiError):
+        e = e.cause
+    return isinstance(e, ConnectionLossError)
+
+
+class ControllerRunner:
+    def __init__(self, zk: Any, broker_id: int, inter_broker_listener: str,
+                 delete_topic_enable: bool = True, unclean_leader_election: bool = False,
+                 leader_imbalance_per_broker_percentage: int = 10,
+                 auto_rebalance_interval_s: float | None = None) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.listener = inter_broker_listener
+        self.controller = Controller(ControllerConfig(
+            broker_id=broker_id, inter_broker_listener=inter_broker_listener,
+            delete_topic_enable=delete_topic_enable,
+            leader_imbalance_per_broker_percentage=leader_imbalance_per_broker_percentage,
+            unclean_leader_election_enable=lambda topic: unclean_leader_election))
+        self.channel = BrokerChannel(client_id=f"broker-{broker_id}-controller")
+        self.active_controller_id = -1  # as last read from /controller
+        self.epoch = -1  # our epoch while active
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._armed: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._rebalance_task: asyncio.Task[None] | None = None
+        self._auto_rebalance_interval_s = auto_rebalance_interval_s
+        self.on_change: Callable[[], None] | None = None  # told when active_controller_id changes
+
+    @property
+    def is_active(self) -> bool:
+        return self.controller.is_active
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+        if self._auto_rebalance_interval_s:
+            self._rebalance_task = asyncio.ensure_future(self._rebalance_loop())
+        self.enqueue("elect")
+
+    async def stop(self) -> None:
+        for task in (self._task, self._rebalance_task):
+            if task is not None:
+                task.cancel()
+        self.channel.close()
+
+    def enqueue(self, item: Any) -> None:
+        self._queue.put_nowait(item)
+
+    def session_lost(self) -> None:
+        """The ZooKeeper session expired: our ephemerals and watches are gone."""
+        self._armed.clear()
+        self.enqueue(Resign("session expired"))
+
+    def session_renewed(self) -> None:
+        self._armed.clear()
+        self.enqueue("elect")
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResult:
+        fut: asyncio.Future[ControlledShutdownResult] = asyncio.get_running_loop().create_future()
+        self.enqueue(("shutdown", ControlledShutdown(broker_id, broker_epoch), fut))
+        return await fut
+
+    async def _rebalance_loop(self) -> None:
+        assert self._auto_rebalance_interval_s
+        while True:
+            await asyncio.sleep(self._auto_rebalance_interval_s)
+            if self.is_active:
+                self.enqueue(AutoLeaderRebalance())
+
+    # -- the event loop ------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                await self._process(item)
+            except asyncio.CancelledError:
+                raise
+            except CoordinationError as e:
+                if _is_connection_loss(e):
+                    log.info("controller work %r interrupted by a ZooKeeper connection loss; "
+                             "retrying", item if isinstance(item, str) else type(item).__name__)
+                    await asyncio.sleep(RETRY_S)
+                    self.enqueue(item)
+                else:
+                    log.warning("controller work %r failed: %r", item, e)
+            except Exception:
+                log.exception("controller work %r failed", item)
+
+    def _watch(self, key: str) -> Callable[[WatchEvent], None] | None:
+        """A one-shot watch callback for ``key``, or None if one is already armed."""
+        if key in self._armed:
+            return None
+        self._armed.add(key)
+
+        def fire(_: WatchEvent) -> None:
+            self._armed.discard(key)
+            self.enqueue(key)
+
+        return fire
+
+    async def _process(self, item: Any) -> None:
+        if item == "elect":
+            await self._elect()
+            return
+        if isinstance(item, Resign):
+            await self._apply(self.controller.handle(item))
+            return
+        if isinstance(item, tuple) and item[0] == "shutdown":
+            _, event, fut = item
+            out = self.controller.handle(event)
+            await self._apply(out)
+            if not fut.done():
+                fut.set_result(out.controlled_shutdown or ControlledShutdownResult(
+                    ErrorCode.NOT_CONTROLLER))
+            return
+        if not self.is_active:
+            return  # a watch of an earlier term, or work queued before we resigned
+        if item == "brokers":
+            await self.zk.children(znodes.BROKER_IDS_PATH, watch=self._watch("brokers"))
+            brokers = await read_brokers(self.zk)
+            self._update_links(brokers)
+            await self._apply(self.controller.handle(BrokerChange(brokers)))
+        elif item == "topics":
+            await self.zk.children(znodes.TOPICS_PATH, watch=self._watch("topics"))
+            topics = await read_topics(self.zk)
+            for name in topics:
+                await self._arm_topic(name)
+            await self._apply(self.controller.handle(TopicChange(topics)))
+        elif isinstance(item, str) and item.startswith("topic:"):
+            name = item[len("topic:"):]
+            try:
+                data, _ = await self.zk.get(znodes.topic_path(name), watch=self._watch(item))
+            except NoNodeError:
+                return
+            await self._apply(self.controller.handle(
+                PartitionModifications(name, znodes.decode_topic(data))))
+        elif item == "deletions":
+            topics = await self.zk.children(znodes.DELETE_TOPICS_PATH, watch=self._watch("deletions"))
+            await self._apply(self.controller.handle(TopicDeletion(frozenset(topics))))
+        else:  # events built elsewhere (StopReplica results, the rebalance tick)
+            await self._apply(self.controller.handle(item))
+
+    async def _arm_topic(self, name: str) -> None:
+        key = f"topic:{name}"
+        watch = self._watch(key)
+        if watch is not None:
+            try:
+                await self.zk.get(znodes.topic_path(name), watch=watch)
+            except NoNodeError:
+                self._armed.discard(key)
+
+    # -- election ------------------------------------------------------------------------
+
+    async def _elect(self) -> None:
+        stat = await self.zk.exists(znodes.CONTROLLER_PATH, watch=self._watch("elect"))
+        if stat is not None:
+            try:
+                data, stat = await self.zk.get(znodes.CONTROLLER_PATH)
+                owner = znodes.decode_controller(data)
+            except NoNodeError:
+                self.enqueue("elect")
+                return
+            mine = stat.ephemeral_owner == self.zk.session_id
+            if self.is_active and mine:
+                return  # still ours
+            if self.is_active:
+                await self._apply(self.controller.handle(Resign("/controller moved")))
+                return
+            if mine:
+                # Ours but not active (we resigned after a failed write): give it up so
+                # that an election runs (Kafka's maybeResign deletes it the same way).
+                await self._delete_own_controller()
+                return
+            self._set_active_controller(owner)
+            return
+        if self.is_active:
+            await self._apply(self.controller.handle(Resign("/controller deleted")))
+            return
+        try:
+            data, epoch_stat = await self.zk.get(znodes.CONTROLLER_EPOCH_PATH)
+            seen = ControllerElection(znodes.decode_controller_epoch(data), epoch_stat.version)
+        except NoNodeError:
+            seen = ControllerElection(0, -1)
+        try:
+            await self.zk.multi(election_ops(self.broker_id, int(time.time() * 1000), seen))
+        except MultiError as e:
+            if _is_connection_loss(e):
+                raise
+            log.info("broker %d lost the controller election: %r", self.broker_id, e.cause)
+            self.enqueue("elect")  # read the winner (and watch it)
+            return
+        self.epoch = seen.new_epoch
+        self._set_active_controller(self.broker_id)
+        log.info("broker %d is the controller now, epoch %d (epoch zk version %d)",
+                 self.broker_id, seen.new_epoch, seen.new_epoch_zk_version)
+        self._armed -= {"brokers", "topics", "deletions"}
+        self._armed = {k for k in self._armed if not k.startswith("topic:")}
+        await self.zk.children(znodes.BROKER_IDS_PATH, watch=self._watch("brokers"))
+        await self.zk.children(znodes.TOPICS_PATH, watch=self._watch("topics"))
+        await self.zk.children(znodes.DELETE_TOPICS_PATH, watch=self._watch("deletions"))
+        event: BecameController = await read_cluster(self.zk, seen.new_epoch, seen.new_epoch_zk_version)
+        for name in event.topics:
+            await self._arm_topic(name)
+        self._update_links(event.brokers)
+        await self._apply(self.controller.handle(event))
+
+    async def _delete_own_controller(self) -> None:
+        try:
+            await self.zk.delete(znodes.CONTROLLER_PATH)
+        except NoNodeError:
+            pass
+        self.enqueue("elect")
+
+    def _set_active_controller(self, broker_id: int) -> None:
+        if broker_id != self.active_controller_id:
+            self.active_controller_id = broker_id
+            if self.on_change is not None:
+                self.on_change()
+
+    # -- executing outputs ---------------------------------------------------------------
+
+    def _update_links(self, brokers: dict) -> None:
+        endpoints = {}
+        for b in brokers.values():
+            e = b.endpoint(self.listener) or (b.endpoints[0] if b.endpoints else None)
+            if e is not None:
+                endpoints[b.broker_id] = (e.host or "localhost", e.port)
+        self.channel.update_brokers(endpoints)
+
+    async def _execute(self, write: ZkWrite | ZkDeleteTree) -> ZkWriteResult:
+        while True:
+            result = await execute(self.zk, write)
+            if not _is_connection_loss(result.error):
+                return result
+            await asyncio.sleep(RETRY_S)
+
+    async def _apply(self, out: ControllerOutput) -> None:
+        for write in out.writes:
+            result = await self._execute(write)
+            if result.error is not None:
+                log.warning("controller write failed (%r): resigning", result.error)
+                self.controller.handle(result)
+                await self._resigned()
+                return
+        ctx = self.controller.context
+        if ctx is not None:
+            self._update_links(ctx.brokers)
+        for req in out.requests:
+            self._send(req)
+        if out.resigned:
+            await self._resigned()
+
+    async def _resigned(self) -> None:
+        log.info("broker %d resigned as controller (epoch %d)", self.broker_id, self.epoch)
+        self.channel.close()
+        self._armed = {k for k in self._armed if k == "elect"}
+        try:
+            stat = await self.zk.exists(znodes.CONTROLLER_PATH)
+            if stat is not None and stat.ephemeral_owner == self.zk.session_id:
+                await self.zk.delete(znodes.CONTROLLER_PATH)
+        except CoordinationError:
+            pass
+        self._set_active_controller(-1)
+        self.enqueue("elect")
+
+    def _send(self, req: BrokerRequest) -> None:
+        fut = self.channel.send(req.broker_id, req.message, req.api_version)
+        if fut is None:
+            return
+        msg = req.message
+        if isinstance(msg, StopReplicaRequest) and any(
+                p.delete_partition for t in msg.topic_states for p in t.partition_states):
+            broker_id = req.broker_id
+
+            def done(f: asyncio.Future[Any]) -> None:
+                if f.cancelled() or f.exception() is not None:
+                    return
+                resp = f.result()
+                errors = {(e.topic_name, e.partition_index): e.error_code
+                          for e in resp.partition_errors}
+                self.enqueue(TopicDeletionStopReplicaResult(broker_id, errors, resp.error_code))
+
+            fut.add_done_callback(done)

@@ -1,0 +1,72 @@
+"""FindCoordinator for groups in cluster mode (Kafka's KafkaApis.getCoordinator, ZooKeeper
+mode): the coordinator of a group is the leader of its ``__consumer_offsets`` partition
+(``abs(groupId.hashCode) % partitions``), found in the metadata cache.
+
+The topic is created on the first lookup, as Kafka does, with
+``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` and the compacted
+config; while fewer brokers are alive than the replication factor it is not created and
+the answer is COORDINATOR_NOT_AVAILABLE (Kafka's refusal, "Number of alive brokers ... does
+not meet the required replication factor ... for the offsets topic"), as it is while the
+topic has no leader for that partition yet.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from groups.java_hash import partition_for
+from kbroker import zk_admin
+from kbroker.request_context import RequestContext
+from kbroker.topic_names import GROUP_METADATA_TOPIC
+from wire.error_codes import ErrorCode
+
+log = logging.getLogger("kbroker.groups")
+
+Answer = tuple[ErrorCode, str | None, int, str, int]  # code, message, node, host, port
+
+
+def _unavailable(msg: str | None = None) -> Answer:
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE, msg, -1, "", -1
+
+
+async def _create_offsets_topic(ctx: RequestContext) -> str | None:
+    """Create __consumer_offsets if enough brokers are alive; the refusal message if not."""
+    state = ctx.broker
+    cluster = state.cluster
+    assert cluster is not None
+    cfg = state.config
+    rf = cfg["offsets.topic.replication.factor"]
+    live = cluster.cache.live_brokers()
+    if len(live) < rf:
+        return (f"Number of alive brokers '{len(live)}' does not meet the required replication "
+                f"factor '{rf}' for the offsets topic (configured via "
+                "'offsets.topic.replication.factor'). This error can be ignored if the cluster is "
+                "starting up and not all brokers are up yet.")
+    assignment = zk_admin.assign(live, cfg["offsets.topic.num.partitions"], rf)
+    try:
+        await zk_admin.create_topic(cluster.zk, GROUP_METADATA_TOPIC, assignment, {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(cfg["offsets.topic.segment.bytes"]),
+            "compression.type": "producer",
+        })
+        log.info("created %s with %d partition(s), replication factor %d", GROUP_METADATA_TOPIC,
+                 len(assignment), rf)
+    except zk_admin.TopicExistsError:
+        pass
+    return None
+
+
+async def group_coordinator(ctx: RequestContext, group_id: str) -> Answer:
+    cluster = ctx.broker.cluster
+    assert cluster is not None
+    topic = cluster.cache.topic(GROUP_METADATA_TOPIC)
+    if topic is None:
+        refused = await _create_offsets_topic(ctx)
+        return _unavailable(refused)
+    partition = partition_for(group_id, len(topic.partitions))
+    leader = cluster.cache.leader(GROUP_METADATA_TOPIC, partition)
+    broker = cluster.cache.broker(leader) if leader >= 0 else None
+    if broker is None or not broker.endpoints:
+        return _unavailable()
+    e = broker.endpoint(ctx.broker.config.listeners[0].name) or broker.endpoints[0]
+    return ErrorCode.NONE, None, leader, e.host, e.port

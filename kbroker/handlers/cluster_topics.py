@@ -1,0 +1,195 @@
+"""CreateTopics (19) and DeleteTopics (20) in cluster mode, as Kafka 2.x-3.x ZooKeeper mode
+served them (KafkaApis + ZkAdminManager):
+
+* Only the controller serves them; any other broker answers NOT_CONTROLLER per topic (the
+  client refreshes its metadata and goes to the controller).
+* CreateTopics checks in Kafka's order (duplicate name INVALID_REQUEST; illegal name or '.'
+  vs '_' collision INVALID_TOPIC_EXCEPTION; existing TOPIC_ALREADY_EXISTS, also "marked
+  for deletion"; assignments with a count or factor INVALID_REQUEST, naming brokers not
+  registered INVALID_REPLICA_ASSIGNMENT; partitions < 1 INVALID_PARTITIONS; replication
+  factor < 1 or above the live brokers INVALID_REPLICATION_FACTOR; configs INVALID_CONFIG),
+  then writes ``/config/topics/<t>`` and ``/brokers/topics/<t>`` (kbroker/zk_admin.py).
+  The controller's own watch elects the leaders; the answer waits until every partition
+  has a leader in this broker's metadata cache or ``timeout_ms`` passes (Kafka's
+  DelayedCreatePartitions: REQUEST_TIMED_OUT then; ``timeout_ms`` <= 0 answers at once).
+* DeleteTopics queues ``/admin/delete_topics/<t>`` and waits until the topic has left the
+  metadata cache or ``timeout_ms`` (DelayedDeleteTopics: REQUEST_TIMED_OUT).
+"""
+
+from __future__ import annotations
+
+from cluster import znodes
+from cluster.assignment import AdminOperationError
+from kbroker import zk_admin
+from kbroker.handlers.topics_admin import _config_entries, _fail
+from kbroker.request_context import RequestContext
+from kbroker.topic_configs import TopicConfigStore
+from kbroker.topic_names import invalid_reason, is_internal, unify_collision_chars
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    ZERO_UUID,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+
+Result = CreateTopicsResponse.CreatableTopicResult
+
+
+async def _plan(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupes: set[str]
+                ) -> tuple[Result | None, dict[int, list[int]], dict[str, str]]:
+    state = ctx.broker
+    cluster = state.cluster
+    assert cluster is not None
+    name = t.name
+    if name in dupes:
+        return _fail(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."), {}, {}
+    why = invalid_reason(name)
+    if why:
+        return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION, why), {}, {}
+    if await cluster.zk.exists(znodes.topic_path(name)) is not None:
+        if await cluster.zk.exists(znodes.delete_topic_path(name)) is not None:
+            return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion."), {}, {}
+        return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."), {}, {}
+    unified = unify_collision_chars(name)
+    for other in cluster.cache.topic_names():
+        if unify_collision_chars(other) == unified:
+            return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic '{name}' collides with existing topic: {other}"), {}, {}
+    live = cluster.cache.live_brokers()
+    if t.assignments:
+        if t.num_partitions != -1 or t.replication_factor != -1:
+            return _fail(name, ErrorCode.INVALID_REQUEST,
+                         "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                         "Both cannot be used at the same time."), {}, {}
+        assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        if sorted(assignment) != list(range(len(assignment))):
+            return _fail(name, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         "Partitions should be numbered 0 to n-1 without gaps."), {}, {}
+        live_ids = {b.broker_id for b in live}
+        unknown = sorted({b for r in assignment.values() for b in r} - live_ids)
+        if unknown:
+            return _fail(name, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}."), {}, {}
+    else:
+        count = t.num_partitions if t.num_partitions != -1 else state.config["num.partitions"]
+        if count < 1:
+            return _fail(name, ErrorCode.INVALID_PARTITIONS,
+                         "Number of partitions was set to an invalid non-positive value."), {}, {}
+        rf = t.replication_factor if t.replication_factor != -1 else state.config["default.replication.factor"]
+        if rf < 1:
+            return _fail(name, ErrorCode.INVALID_REPLICATION_FACTOR,
+                         "Replication factor must be larger than 0, or -1 to use the default value."), {}, {}
+        try:
+            assignment = zk_admin.assign(live, count, rf)
+        except AdminOperationError as e:
+            return _fail(name, ErrorCode.INVALID_REPLICA_ASSIGNMENT, str(e)), {}, {}
+        except ValueError as e:
+            return _fail(name, ErrorCode.INVALID_REPLICATION_FACTOR, str(e)), {}, {}
+    configs: dict[str, str] = {}
+    for c in t.configs:
+        if c.value is None:
+            return _fail(name, ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}"), {}, {}
+        configs[c.name] = c.value
+    try:
+        TopicConfigStore.validate(configs, state.config.log_config)
+    except KeyError as e:
+        return _fail(name, ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {e.args[0]}"), {}, {}
+    except ValueError as e:
+        return _fail(name, ErrorCode.INVALID_CONFIG, str(e)), {}, {}
+    return None, assignment, configs
+
+
+def _not_controller_create(req: CreateTopicsRequest) -> CreateTopicsResponse:
+    return CreateTopicsResponse(throttle_time_ms=0, topics=[
+        _fail(t.name, ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this cluster.")
+        for t in req.topics])
+
+
+async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    cluster = ctx.broker.cluster
+    assert cluster is not None
+    if not cluster.runner.is_active:
+        return _not_controller_create(req)
+    names = [t.name for t in req.topics]
+    dupes = {n for n in names if names.count(n) > 1}
+    results: list[Result] = []
+    created: list[tuple[Result, str, int]] = []
+    for t in req.topics:
+        failed, assignment, configs = await _plan(ctx, t, dupes)
+        if failed is not None:
+            results.append(failed)
+            continue
+        topic_id = ZERO_UUID
+        if not req.validate_only:
+            try:
+                topic_id = await zk_admin.create_topic(cluster.zk, t.name, assignment, configs)
+            except zk_admin.TopicExistsError as e:
+                results.append(_fail(t.name, ErrorCode.TOPIC_ALREADY_EXISTS, str(e)))
+                continue
+        r = Result(name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None)
+        if ctx.api_version >= 5:
+            r.num_partitions = len(assignment)
+            r.replication_factor = len(assignment[0])
+            r.configs = _config_entries(ctx, configs)
+        results.append(r)
+        if not req.validate_only:
+            created.append((r, t.name, len(assignment)))
+    if created and req.timeout_ms > 0:
+        image = cluster.cache.image
+
+        def all_led() -> bool:
+            return all(image.leader(name, p) >= 0 for _, name, count in created for p in range(count))
+
+        if not await cluster.cache.wait_for(all_led, req.timeout_ms / 1000):
+            for r, name, count in created:
+                if not all(image.leader(name, p) >= 0 for p in range(count)):
+                    r.error_code = ErrorCode.REQUEST_TIMED_OUT
+                    r.error_message = None
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    state = ctx.broker
+    cluster = state.cluster
+    assert cluster is not None
+    R = DeleteTopicsResponse.DeletableTopicResult
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(n, ZERO_UUID) for n in req.topic_names]
+    results = []
+    queued: list[str] = []
+    by_id = {info.topic_id: name for name, info in cluster.cache.image.topics.items() if info.topic_id}
+    for name, topic_id in wanted:
+        if name is None:
+            name = by_id.get(topic_id)
+            if name is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.INVALID_REQUEST
+                results.append(R(name=None, topic_id=topic_id, error_code=code, error_message=None))
+                continue
+        if not cluster.runner.is_active:
+            code = ErrorCode.NOT_CONTROLLER
+        elif not state.config["delete.topic.enable"]:
+            code = ErrorCode.TOPIC_DELETION_DISABLED
+        elif cluster.cache.topic(name) is None and await cluster.zk.exists(znodes.topic_path(name)) is None:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        elif is_internal(name):
+            code = ErrorCode.INVALID_REQUEST
+        else:
+            await zk_admin.delete_topic(cluster.zk, name)
+            queued.append(name)
+            code = ErrorCode.NONE
+        info = cluster.cache.topic(name)
+        results.append(R(name=name, topic_id=info.topic_id if info and info.topic_id else topic_id,
+                         error_code=code, error_message=None))
+    if queued and req.timeout_ms > 0:
+        def gone() -> bool:
+            return all(cluster.cache.topic(n) is None for n in queued)
+
+        if not await cluster.cache.wait_for(gone, req.timeout_ms / 1000):
+            for r in results:
+                if r.name in queued and cluster.cache.topic(r.name) is not None:
+                    r.error_code = ErrorCode.REQUEST_TIMED_OUT
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
