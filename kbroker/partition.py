@@ -1,7 +1,11 @@
 """``Partition``: the broker's view of one topic partition it leads (Kafka's Partition).
 
 The only place in kbroker/ that calls into a ``log.log.Log``.  Single node: this broker
-leads every partition at leader epoch 0 and the high watermark follows the log end offset
+leads every partition, at the latest epoch of the log's leader epoch cache
+(``leader-epoch-checkpoint``), or at epoch 0 when the cache is empty: then, as Kafka's
+makeLeader does, epoch 0 is assigned (at the log start offset: every batch kbroker wrote
+carries partitionLeaderEpoch 0; for a new partition that is offset 0).  Appends stamp the
+epoch into each batch.  The high watermark follows the log end offset
 (the Log does that when opened with ``high_watermark_follows_log_end``).  The last
 stable offset equals the high watermark until transactions exist.
 """
@@ -39,7 +43,11 @@ class Partition:
         self.index = index
         self.log = log
         self.waiters = waiters
-        self.leader_epoch = LEADER_EPOCH
+        latest = log.latest_epoch
+        if latest is None:
+            log.maybe_assign_epoch_start_offset(LEADER_EPOCH, log.log_start_offset)
+            latest = LEADER_EPOCH
+        self.leader_epoch = latest
 
     @property
     def high_watermark(self) -> int:
@@ -56,6 +64,10 @@ class Partition:
     @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """OffsetForLeaderEpoch: (epoch, end offset) from the leader epoch cache, or None."""
+        return self.log.end_offset_for_epoch(leader_epoch)
 
     def update_config(self, config: LogConfig) -> None:
         """A topic or broker config change: takes effect on the next append, roll or

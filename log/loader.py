@@ -24,7 +24,11 @@ Steps, in Kafka's order:
    (from its last index entry) to find the log end offset: O(segments) file opens;
 4. if no segment is left, create an empty one at the log start offset; preallocate the active
    segment's indexes again (they were trimmed at close);
-5. rebuild producer state: load the latest snapshot <= log end offset and replay the batch
+5. the leader epoch cache (``leader-epoch-checkpoint``): segments recovered in step 3 assign
+   the epochs of their batches; then entries at or past the log end offset are dropped
+   (``truncate_from_end``) and the first entry is moved up to the log start offset
+   (``truncate_from_start``), as Kafka's ``LogLoader.load`` does;
+6. rebuild producer state: load the latest snapshot <= log end offset and replay the batch
    headers after it (see ``Log.rebuild_producer_state``).
 
 Who may call: ``Log.open`` only.
@@ -50,6 +54,7 @@ from log.files import (
     log_file,
     offset_from_file_name,
 )
+from log.leader_epoch_cache import LeaderEpochFileCache
 from log.scheduler import Scheduler
 from log.segment import LogSegment
 from log.segments import LogSegments
@@ -77,7 +82,7 @@ class LoadedLogOffsets:
 class LogLoader:
     def __init__(self, dir_: str, config: LogConfig, clock: Clock, scheduler: Scheduler,
                  had_clean_shutdown: bool, segments: LogSegments, log_start_offset_checkpoint: int,
-                 recovery_point_checkpoint: int) -> None:
+                 recovery_point_checkpoint: int, leader_epoch_cache: LeaderEpochFileCache | None = None) -> None:
         self.dir = dir_
         self.config = config
         self.clock = clock
@@ -86,6 +91,7 @@ class LogLoader:
         self.segments = segments
         self.log_start_offset_checkpoint = log_start_offset_checkpoint
         self.recovery_point_checkpoint = recovery_point_checkpoint
+        self.leader_epoch_cache = leader_epoch_cache
         self.segments_recovered = 0  # visible for tests: how many segments were scanned
         self._recovered: dict[int, int] = {}  # base offset -> bytes truncated
 
@@ -96,6 +102,9 @@ class LogLoader:
         self.segments.active_segment().resize_indexes(self.config.max_index_size)
         first = self.segments.first_segment_base_offset()
         log_start_offset = max(self.log_start_offset_checkpoint, first if first is not None else 0)
+        if self.leader_epoch_cache is not None:
+            self.leader_epoch_cache.truncate_from_end(next_offset)
+            self.leader_epoch_cache.truncate_from_start(log_start_offset)
         return LoadedLogOffsets(log_start_offset, recovery_point, next_offset)
 
     def _remove_temp_files(self) -> None:
@@ -205,7 +214,7 @@ class LogLoader:
     def _recover_segment(self, segment: LogSegment) -> int:
         self.segments_recovered += 1
         # producer state is rebuilt from scratch after loading (Log.rebuild_producer_state)
-        truncated = segment.recover(None)
+        truncated = segment.recover(None, self.leader_epoch_cache)
         self._recovered[segment.base_offset] = truncated
         return truncated
 

@@ -18,6 +18,12 @@ Read path (``read``): OFFSET_OUT_OF_RANGE below the log start offset or above th
 starting with the batch that contains the offset, bounded by the HW (or LEO) and by
 ``max_bytes`` except that the first batch is always whole (KIP-74).
 
+Leader epochs: ``leader_epoch_cache`` (leader_epoch_cache.py, the partition's
+``leader-epoch-checkpoint``) maps each leader epoch to its first offset.  The partition layer
+assigns its epoch when it leads (``maybe_assign_epoch_start_offset``, Kafka's makeLeader);
+appends assign the ``partitionLeaderEpoch`` of their batches when it is new; truncation and
+log start offset moves trim it; ``end_offset_for_epoch`` answers OffsetForLeaderEpoch.
+
 Compaction: the log cleaner rewrites non-active segments elsewhere and swaps them in with
 ``replace_segments``; ``truncations`` counts truncations so it can tell that the log changed
 under a cleaning (log_cleaner.py).
@@ -46,6 +52,7 @@ from log.errors import (
     UnexpectedAppendOffsetError,
 )
 from log.files import DELETED_FILE_SUFFIX, parse_topic_partition_name
+from log.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from log.loader import LogLoader
 from log.local_log import LocalLog
 from log.producer_state import AppendOrigin, ProducerStateManager
@@ -76,8 +83,11 @@ class FetchIsolation(Enum):
 
 class Log:
     def __init__(self, log_start_offset: int, local_log: LocalLog,
-                 producer_state_manager: ProducerStateManager, high_watermark_follows_log_end: bool = True) -> None:
+                 producer_state_manager: ProducerStateManager, high_watermark_follows_log_end: bool = True,
+                 leader_epoch_cache: LeaderEpochFileCache | None = None) -> None:
         self.lock = threading.RLock()
+        self.leader_epoch_cache = leader_epoch_cache or LeaderEpochFileCache(
+            local_log.dir, local_log.topic_partition, local_log.scheduler)
         self.local_log = local_log
         self.producer_state_manager = producer_state_manager
         self.high_watermark_follows_log_end = high_watermark_follows_log_end
@@ -99,7 +109,9 @@ class Log:
         os.makedirs(dir_, exist_ok=True)
         tp = parse_topic_partition_name(dir_)
         segments = LogSegments()
-        loader = LogLoader(dir_, config, clock, scheduler, had_clean_shutdown, segments, log_start_offset, recovery_point)
+        epoch_cache = LeaderEpochFileCache(dir_, tp, scheduler)
+        loader = LogLoader(dir_, config, clock, scheduler, had_clean_shutdown, segments, log_start_offset, recovery_point,
+                           epoch_cache)
         offsets = loader.load()
         active = segments.active_segment()
         local = LocalLog(dir_, config, segments, offsets.recovery_point,
@@ -107,7 +119,7 @@ class Log:
                          scheduler, clock, tp)
         psm = ProducerStateManager(tp, dir_, clock, producer_state_config)
         psm.remove_stray_snapshots(segments.base_offsets())
-        log = cls(offsets.log_start_offset, local, psm, high_watermark_follows_log_end)
+        log = cls(offsets.log_start_offset, local, psm, high_watermark_follows_log_end, epoch_cache)
         log.loader = loader
         log.rebuild_producer_state(offsets.next_offset)
         return log
@@ -178,6 +190,25 @@ class Log:
 
     def update_config(self, config: LogConfig) -> None:
         self.local_log.update_config(config)
+
+    # ------------------------------------------------------------------ leader epochs
+    @property
+    def latest_epoch(self) -> int | None:
+        """The newest leader epoch in the cache (None before any)."""
+        return self.leader_epoch_cache.latest_epoch()
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A leader at ``leader_epoch`` starts writing at ``start_offset`` (Kafka: makeLeader
+        passes the LEO); a no-op unless the epoch is new."""
+        with self.lock:
+            self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """(epoch, end offset) of the largest epoch <= ``leader_epoch``: the LEO for the
+        latest epoch, else the next epoch's start offset; None if unknown (Kafka's
+        ``UnifiedLog.endOffsetForEpoch``)."""
+        epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+        return None if offset == UNDEFINED_EPOCH_OFFSET else (epoch, offset)
 
     # ------------------------------------------------------------------ high watermark
     def update_high_watermark(self, hw: int) -> int:
@@ -250,6 +281,11 @@ class Log:
                 info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
             info.append(h)
         del segment
+        cache = self.leader_epoch_cache
+        for h in result.headers:
+            epoch = h.partition_leader_epoch
+            if epoch >= 0 and cache.is_update_needed(epoch, h.base_offset):
+                cache.assign(epoch, h.base_offset)
         self.local_log.append(result.last_offset, result.max_timestamp, result.shallow_offset_of_max_timestamp, result.records)
         self._after_log_end_change()
         for info in updated.values():
@@ -362,6 +398,7 @@ class Log:
             if new_log_start_offset > self.log_start_offset:
                 self.log_start_offset = new_log_start_offset
                 _log.info("Incremented log start offset of %s to %d due to %s", self.topic_partition, new_log_start_offset, reason)
+                self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
                 self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
                 return True
             return False
@@ -473,6 +510,7 @@ class Log:
             if first is not None and first > target_offset:
                 self.truncate_fully_and_start_at(target_offset)
             else:
+                self.leader_epoch_cache.truncate_from_end(target_offset)
                 deleted = self.local_log.truncate_to(target_offset)
                 self._delete_producer_snapshots(deleted, async_delete=True)
                 self.log_start_offset = min(target_offset, self.log_start_offset)
@@ -484,6 +522,7 @@ class Log:
     def truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None = None) -> None:
         with self.lock:
             self.truncations += 1
+            self.leader_epoch_cache.clear()
             self.local_log.truncate_fully_and_start_at(new_offset)
             self.producer_state_manager.truncate_fully_and_start_at(new_offset)
             self.log_start_offset = new_offset if log_start_offset is None else log_start_offset
@@ -543,16 +582,19 @@ class Log:
             if self.local_log.closed:
                 return
             self.producer_state_manager.take_snapshot()
+            self.leader_epoch_cache.close()
             self.local_log.close()
 
     def close_handlers(self) -> None:
         with self.lock:
+            self.leader_epoch_cache.close(flush=False)
             self.local_log.close_handlers()
 
     def delete(self) -> None:
         """Delete every file of this log and its directory, now."""
         with self.lock:
             self.local_log.check_if_memory_mapped_buffer_closed()
+            self.leader_epoch_cache.close(flush=False)
             deleted = self.local_log.delete_all_segments()
             self._delete_producer_snapshots(deleted, async_delete=False)
             self.producer_state_manager.truncate_fully_and_start_at(0)

@@ -227,10 +227,12 @@ class LogSegment:
         return None if pos is None else pos.offset
 
     # -- recovery
-    def recover(self, producer_state_manager=None) -> int:
+    def recover(self, producer_state_manager=None, leader_epoch_cache=None) -> int:
         """Rebuild both indexes from the ``.log``, validating each batch (length, magic,
         CRC, counts); truncate at the first invalid or partial batch.  Feeds each batch to
-        ``producer_state_manager.load_batch`` if given.  Returns the bytes truncated."""
+        ``producer_state_manager.load_batch`` if given, and a batch whose
+        ``partitionLeaderEpoch`` is newer than ``leader_epoch_cache``'s latest epoch to its
+        ``assign`` (Kafka's ``LogSegment.recover``).  Returns the bytes truncated."""
         self.offset_index.reset()
         self.time_index.reset()
         valid_bytes = 0
@@ -273,6 +275,10 @@ class LogSegment:
                 valid_bytes += batch_size
                 if producer_state_manager is not None:
                     producer_state_manager.load_batch(header)
+                if leader_epoch_cache is not None and header.partition_leader_epoch >= 0:
+                    latest = leader_epoch_cache.latest_epoch()
+                    if latest is None or header.partition_leader_epoch > latest:
+                        leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         except CorruptRecordError:
             pass  # Kafka logs "Found invalid messages in log segment ..." and truncates here
         truncated = size - valid_bytes

@@ -34,6 +34,12 @@ T = MetadataResponse.MetadataResponseTopic
 P = MetadataResponse.MetadataResponsePartition
 
 
+def _leader_epoch(state, topic: str, index: int) -> int:
+    """The partition's persisted leader epoch (its leader-epoch-checkpoint)."""
+    partition = state.partition(topic, index)
+    return partition.leader_epoch if partition is not None else state.leader_epoch
+
+
 def describe_topic(ctx: RequestContext, name: str, with_ops: bool) -> T:
     state = ctx.broker
     info = state.topics.get(name)
@@ -42,7 +48,7 @@ def describe_topic(ctx: RequestContext, name: str, with_ops: bool) -> T:
         return T(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID,
                  topic_authorized_operations=INT_MIN)
     partitions = [
-        P(error_code=0, partition_index=p, leader_id=node, leader_epoch=state.leader_epoch,
+        P(error_code=0, partition_index=p, leader_id=node, leader_epoch=_leader_epoch(state, name, p),
           replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
         for p in range(info.partitions)
     ]

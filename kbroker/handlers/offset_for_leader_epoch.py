@@ -1,9 +1,13 @@
 """OffsetForLeaderEpoch (key 23), v2-4.
 
-Every partition has had one leader epoch, 0, since its first offset, so the leader
-epoch cache is {0: 0}: epoch 0 ends at the log end offset; a newer epoch or -1 gets
-(-1, -1) with no error (Kafka's LeaderEpochFileCache.endOffsetFor).  librdkafka asks
-exactly v2; Java validates positions with it only when the broker offers v3+.
+Answered from the partition's leader epoch cache (``leader-epoch-checkpoint``), as Kafka's
+``Partition.lastOffsetForLeaderEpoch``: a current_leader_epoch older than the partition's
+FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; else ``Log.end_offset_for_epoch``: the
+latest epoch ends at the log end offset, an older one at the start of the next epoch in the
+cache (with the largest cached epoch <= the requested one), an epoch older than the cache at
+the first entry's start offset, and -1 or an epoch newer than any gets (-1, -1) with no error
+(LeaderEpochFileCache.endOffsetFor).  librdkafka asks exactly v2; Java validates positions
+with it only when the broker offers v3+.
 """
 
 from __future__ import annotations
@@ -34,12 +38,8 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoc
                         else ErrorCode.UNKNOWN_LEADER_EPOCH)
                 parts.append(E(code, p.partition, -1, -1))
                 continue
-            if p.leader_epoch == partition.leader_epoch:
-                parts.append(E(ErrorCode.NONE, p.partition, partition.leader_epoch,
-                               partition.log_end_offset))
-            elif 0 <= p.leader_epoch < partition.leader_epoch:
-                parts.append(E(ErrorCode.NONE, p.partition, p.leader_epoch, partition.log_start_offset))
-            else:
-                parts.append(E(ErrorCode.NONE, p.partition, -1, -1))
+            found = partition.end_offset_for_epoch(p.leader_epoch)
+            epoch, end = found if found is not None else (-1, -1)
+            parts.append(E(ErrorCode.NONE, p.partition, epoch, end))
         topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(t.topic, parts))
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

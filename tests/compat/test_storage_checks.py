@@ -1,12 +1,16 @@
 """``kbroker serve`` refuses storage it cannot vouch for: one error line naming the dir and
-what to do, exit status 1, no traceback, nothing formatted or recreated over the data."""
+what to do, exit status 1, no traceback, nothing formatted or recreated over the data.  And
+the leader epoch is stored as Kafka stores it: ``leader-epoch-checkpoint`` per partition,
+``partitionLeaderEpoch`` in every batch a consumer fetches, both kept across restarts."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+import time
 
+import pytest
 from confluent_kafka import Producer
 
 from tests.compat.broker_process import ROOT, BrokerProcess, free_port
@@ -83,3 +87,42 @@ def test_a_log_dir_that_cannot_be_created_stops_start_up(tmp_path):
     (tmp_path / "file").write_text("in the way")
     line = refusal(serve(tmp_path / "file" / "data"))
     assert f"cannot start: Failed to create data directory {tmp_path}/file/data" in line
+
+
+def consume_all(bootstrap: str, topic: str, count: int) -> list:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "storage-checks", "enable.auto.commit": False})
+    got = []
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + 60
+        while len(got) < count:
+            assert time.monotonic() < deadline, f"read {len(got)} of {count}"
+            for m in c.consume(1000, 0.5):
+                assert m.error() is None, m.error()
+                got.append(m)
+    finally:
+        c.close()
+    return got
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["clean-stop", "kill-9"])
+def test_the_leader_epoch_checkpoint_is_written_at_creation_and_survives_a_restart(tmp_path, clean):
+    data = tmp_path / "data"
+    b = BrokerProcess(data).start()
+    try:
+        create_topic(b.bootstrap, "epochs", 1)
+        p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0})
+        for i in range(20):
+            p.produce("epochs", value=b"v%d" % i, partition=0)
+        assert p.flush(30) == 0
+        # Kafka's makeLeader assigns epoch 0 from offset 0 for a new partition
+        assert (data / "epochs-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+        assert [m.leader_epoch() for m in consume_all(b.bootstrap, "epochs", 20)] == [0] * 20
+        b.restart(clean=clean)
+        assert (data / "epochs-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+        got = consume_all(b.bootstrap, "epochs", 20)
+        assert [(m.offset(), m.leader_epoch()) for m in got] == [(i, 0) for i in range(20)]
+    finally:
+        b.stop()
