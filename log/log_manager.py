@@ -102,7 +102,7 @@ class LogManager:
         self.producer_state_config = producer_state_config
         self.producer_id_expiration_check_ms = producer_id_expiration_check_ms
         self.logs: dict[TopicPartition, Log] = {}
-        self._logs_lock = threading.Lock()  # guards changes to self.logs and _deleting
+        self._logs_lock = threading.Condition()  # guards changes to self.logs and _deleting
         self._deleting: set[TopicPartition] = set()  # removed, dir not yet renamed -delete
         self._lock_fds: dict[str, int] = {}
         self._tasks: list = []
@@ -286,6 +286,7 @@ class LogManager:
         finally:
             with self._logs_lock:
                 self._deleting.discard(tp)
+                self._logs_lock.notify_all()
 
     def _finish_delete(self, tp: TopicPartition, log: Log) -> None:
         if self.cleaner is not None:
@@ -350,9 +351,11 @@ class LogManager:
                      if log.log_start_offset > log.segments.first_segment_base_offset()})
 
     # ------------------------------------------------------------------ shutdown
-    def shutdown(self, broker_epoch: int = -1) -> None:
+    def shutdown(self, broker_epoch: int = -1, deletions_timeout_s: float = 60.0) -> None:
         for task in self._tasks:
             task.cancel()
+        with self._logs_lock:  # a deletion finishing on another thread: let it end first
+            self._logs_lock.wait_for(lambda: not self._deleting, deletions_timeout_s)
         if self.cleaner is not None:
             self.cleaner.shutdown()
         for _, log in self.snapshot():
