@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
 .PHONY: run test deps-system spark-jars zookeeper-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
-        bench bench-quick bench-profile kafka-jars clean
+        bench bench-quick bench-profile kafka-jars clean cluster cluster-stop
 
 $(VENV)/.run-installed: pyproject.toml setup.py log/_record_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -114,3 +114,28 @@ bench-group: $(VENV)/.test-installed
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+## cluster: a local cluster in the background: ZooKeeper (from the Maven jars) on
+## localhost:2181 and three brokers (broker.id 1-3) on localhost:9092-9094, everything
+## (data, logs, pids) under ./data/cluster/; `make cluster-stop` stops it
+CLUSTER_DIR := data/cluster
+cluster: $(VENV)/.run-installed zookeeper-jars
+	mkdir -p $(CLUSTER_DIR)/zookeeper/data
+	printf 'tickTime=500\ndataDir=%s\nclientPort=2181\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr,stat\n' \
+	    "$(abspath $(CLUSTER_DIR))/zookeeper/data" > $(CLUSTER_DIR)/zookeeper/zoo.cfg
+	nohup java -Xmx256m -cp '$(ZOOKEEPER_JARS)/*' org.apache.zookeeper.server.quorum.QuorumPeerMain \
+	    $(CLUSTER_DIR)/zookeeper/zoo.cfg > $(CLUSTER_DIR)/zookeeper/zookeeper.log 2>&1 & echo $$! > $(CLUSTER_DIR)/zookeeper.pid
+	for i in $$(seq 1 120); do $(PY) -c "import socket;s=socket.create_connection(('127.0.0.1',2181),1);s.sendall(b'srvr');assert b'Mode' in s.recv(999)" 2>/dev/null && break; sleep 0.5; done
+	for i in 1 2 3; do \
+	    nohup $(PY) -m kbroker serve --override broker.id=$$i --override zookeeper.connect=localhost:2181 \
+	        --override listeners=PLAINTEXT://localhost:$$((9091 + i)) --override log.dirs=$(CLUSTER_DIR)/broker-$$i \
+	        > $(CLUSTER_DIR)/broker-$$i.log 2>&1 & echo $$! > $(CLUSTER_DIR)/broker-$$i.pid; \
+	done
+	for i in 1 2 3; do for t in $$(seq 1 120); do grep -q 'started (kbroker' $(CLUSTER_DIR)/broker-$$i.log && break; sleep 0.5; done; done
+	@echo "cluster up: bootstrap localhost:9092,localhost:9093,localhost:9094 (logs in $(CLUSTER_DIR)/)"
+
+## cluster-stop: stop the brokers (SIGTERM: controlled shutdown), then ZooKeeper
+cluster-stop:
+	-for i in 3 2 1; do test -f $(CLUSTER_DIR)/broker-$$i.pid && kill $$(cat $(CLUSTER_DIR)/broker-$$i.pid) 2>/dev/null; \
+	    while kill -0 $$(cat $(CLUSTER_DIR)/broker-$$i.pid 2>/dev/null) 2>/dev/null; do sleep 0.2; done; rm -f $(CLUSTER_DIR)/broker-$$i.pid; done
+	-test -f $(CLUSTER_DIR)/zookeeper.pid && kill $$(cat $(CLUSTER_DIR)/zookeeper.pid) 2>/dev/null; rm -f $(CLUSTER_DIR)/zookeeper.pid

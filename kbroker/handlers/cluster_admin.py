@@ -49,7 +49,7 @@ def handle_describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) ->
     host, port = state.advertised_address()
     if getattr(state, "cluster", None) is not None:   # cluster mode: every live broker, from the metadata cache
         brokers = live_brokers_for_describe(ctx)
-        controller_id = state.cluster.cache.controller_id
+        controller_id = state.cluster.controller_id
     else:
         brokers = [(state.node_id, host, port, state.config["broker.rack"])]
         controller_id = state.node_id

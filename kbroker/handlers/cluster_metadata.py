@@ -2,8 +2,9 @@
 cache (kbroker/metadata_cache.py) as Kafka's ZkMetadataCache answers them.
 
 * Brokers: every live broker with its endpoint on the listener the request came in on (the
-  one listener here), and rack; controller_id as the cache knows it (-1 until the first
-  UpdateMetadata).
+  one listener here), and rack; controller_id as this broker's own ``/controller`` watch
+  last saw it (it learns of a failover there before the new controller's UpdateMetadata
+  arrives), else as the cache knows it (-1 until the first UpdateMetadata).
 * Per partition: leader (-1 when its broker is not live), leader epoch, replicas, ISR,
   offline replicas; the error is LEADER_NOT_AVAILABLE when there is no live leader
   (Kafka's getPartitionMetadata), else NONE.  Topic ids are the real ones from the topic
@@ -110,7 +111,7 @@ async def cluster_metadata(ctx: RequestContext, req: MetadataRequest, topic_ops:
                  for b in cache.live_brokers()
                  if (e := (b.endpoint(state.config.listeners[0].name) or b.endpoints[0])) is not None],
         cluster_id=state.cluster_id,
-        controller_id=cache.controller_id,
+        controller_id=cluster.controller_id,
         topics=topics,
         cluster_authorized_operations=cluster_ops,
     )

@@ -18,8 +18,11 @@ served them (KafkaApis + ZkAdminManager):
 
 from __future__ import annotations
 
+from typing import Any
+
 from cluster import znodes
 from cluster.assignment import AdminOperationError
+from cluster.coordination import NoNodeError
 from kbroker import zk_admin
 from kbroker.handlers.topics_admin import _config_entries, _fail
 from kbroker.request_context import RequestContext
@@ -28,6 +31,8 @@ from kbroker.topic_names import invalid_reason, is_internal, unify_collision_cha
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ZERO_UUID,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
@@ -193,3 +198,81 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
                 if r.name in queued and cluster.cache.topic(r.name) is not None:
                     r.error_code = ErrorCode.REQUEST_TIMED_OUT
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    """CreatePartitions (37) on the controller (AdminZkClient.addPartitions): the topic
+    znode is rewritten with the new partitions (placed by assignReplicasToBrokers from
+    partition ``current`` on, at the topic's replication factor, or as assigned); the
+    controller's data watch on the topic creates them.  Answers after they have leaders or
+    ``timeout_ms`` (REQUEST_TIMED_OUT)."""
+    cluster = ctx.broker.cluster
+    assert cluster is not None
+    TopicResult = CreatePartitionsResponse.CreatePartitionsTopicResult
+    names = [t.name for t in req.topics]
+    results = []
+    waiting: list[tuple[Any, str, int]] = []
+    live = cluster.cache.live_brokers()
+    for t in req.topics:
+        def fail(code: ErrorCode, message: str | None = None, name: str = t.name) -> None:
+            results.append(TopicResult(name=name, error_code=code, error_message=message))
+
+        if not cluster.runner.is_active:
+            fail(ErrorCode.NOT_CONTROLLER)
+            continue
+        if names.count(t.name) > 1:
+            fail(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            continue
+        try:
+            data, _ = await cluster.zk.get(znodes.topic_path(t.name))
+        except NoNodeError:
+            fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            continue
+        current = znodes.decode_topic(data)
+        count = len(current.partitions)
+        if t.count < count:
+            fail(ErrorCode.INVALID_PARTITIONS,
+                 f"The topic {t.name} currently has {count} partition(s); {t.count} would not be an increase.")
+            continue
+        if t.count == count:
+            fail(ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partition(s).")
+            continue
+        rf = len(current.partitions[0])
+        if t.assignments is not None:
+            added = {count + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
+            live_ids = {b.broker_id for b in live}
+            if len(added) != t.count - count:
+                fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                     f"Attempted to add {t.count - count} additional partition(s), but only "
+                     f"{len(added)} assignment(s) were specified.")
+                continue
+            unknown = sorted({b for r in added.values() for b in r} - live_ids)
+            if unknown:
+                fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                     f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
+                continue
+        else:
+            try:
+                placed = zk_admin.assign(live, t.count - count, rf, start_partition_id=count)
+            except ValueError as e:
+                fail(ErrorCode.INVALID_REPLICATION_FACTOR, str(e))
+                continue
+            added = {count + i: r for i, r in enumerate(placed[p] for p in sorted(placed))}
+        if not req.validate_only:
+            await zk_admin.add_partitions(cluster.zk, t.name, current, added)
+        r = TopicResult(name=t.name, error_code=ErrorCode.NONE, error_message=None)
+        results.append(r)
+        if not req.validate_only:
+            waiting.append((r, t.name, t.count))
+    if waiting and req.timeout_ms > 0:
+        image = cluster.cache.image
+
+        def led(name: str, count: int) -> bool:
+            return all(image.leader(name, p) >= 0 for p in range(count))
+
+        if not await cluster.cache.wait_for(lambda: all(led(n, c) for _, n, c in waiting),
+                                            req.timeout_ms / 1000):
+            for r, n, c in waiting:
+                if not led(n, c):
+                    r.error_code = ErrorCode.REQUEST_TIMED_OUT
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -88,9 +88,17 @@ def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     svc = state.groups
     unknown: dict[str, list[int]] = {}
     kept_topics = []
+    cluster = getattr(state, "cluster", None)
+
+    def exists(topic: str, index: int) -> bool:
+        # cluster mode: the partition may live on another broker; the metadata cache knows it
+        if cluster is not None:
+            return cluster.cache.image.partition(topic, index) is not None
+        return state.partition(topic, index) is not None
+
     for t in req.topics:
-        kept = [p for p in t.partitions if state.partition(t.name, p.partition_index) is not None]
-        missing = [p.partition_index for p in t.partitions if state.partition(t.name, p.partition_index) is None]
+        kept = [p for p in t.partitions if exists(t.name, p.partition_index)]
+        missing = [p.partition_index for p in t.partitions if not exists(t.name, p.partition_index)]
         if missing:
             unknown[t.name] = missing
         if kept:

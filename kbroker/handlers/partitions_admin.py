@@ -38,6 +38,9 @@ TopicResult = CreatePartitionsResponse.CreatePartitionsTopicResult
 @REGISTRY.register(37, 0, 3)
 def handle_create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     state = ctx.broker
+    if getattr(state, "cluster", None) is not None:   # cluster mode: the controller's znodes
+        from kbroker.handlers.cluster_topics import create_partitions  # noqa: PLC0415 - cycle
+        return create_partitions(ctx, req)  # type: ignore[return-value]
     names = Counter(t.name for t in req.topics)
     results = []
     for t in req.topics:

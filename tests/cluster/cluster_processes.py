@@ -1,0 +1,83 @@
+"""A real cluster for the process tests: one ZooKeeper (zookeeper_process.py) and kbroker
+processes (tests/compat/broker_process.py) in cluster mode, plus the waits the tests use.
+
+Every wait is a condition polled until a generous deadline (never a fixed sleep): the
+machine is shared and busy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from kazoo.client import KazooClient
+
+from cluster import znodes
+from tests.cluster.zookeeper_process import ZooKeeperProcess
+from tests.compat.broker_process import BrokerProcess
+
+T = TypeVar("T")
+
+SESSION_TIMEOUT_MS = 6000
+DEADLINE_S = 60.0
+
+
+def wait_until(check: Callable[[], T], what: str, timeout_s: float = DEADLINE_S) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    last_error: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+        except Exception as e:  # noqa: BLE001 - a broker may be restarting
+            last_error = e
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last error: {last_error!r})")
+
+
+class Cluster:
+    def __init__(self, root: Path, zk: ZooKeeperProcess, size: int = 3, **overrides: str) -> None:
+        self.root = root
+        self.zk = zk
+        self.brokers: dict[int, BrokerProcess] = {}
+        for broker_id in range(1, size + 1):
+            self.brokers[broker_id] = BrokerProcess(root / f"broker-{broker_id}", overrides={
+                "broker.id": str(broker_id),
+                "zookeeper.connect": zk.connect_string,
+                "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                "offsets.topic.replication.factor": "1",
+                "controlled.shutdown.retry.backoff.ms": "500",
+                **overrides,
+            })
+        self.admin = KazooClient(hosts=zk.connect_string, timeout=10.0)
+
+    def start(self) -> Cluster:
+        self.admin.start(30)
+        for b in self.brokers.values():
+            b.start(timeout_s=60)
+        wait_until(lambda: len(self.admin.get_children(znodes.BROKER_IDS_PATH)) == len(self.brokers),
+                   "every broker registered")
+        return self
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            b.kill()
+        self.admin.stop()
+        self.admin.close()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.alive())
+
+    def controller(self) -> tuple[int, int]:
+        """(controller id, controller epoch) as ZooKeeper says."""
+        data, _ = self.admin.get(znodes.CONTROLLER_PATH)
+        epoch, _ = self.admin.get(znodes.CONTROLLER_EPOCH_PATH)
+        return znodes.decode_controller(data), znodes.decode_controller_epoch(epoch)
+
+    def registered(self) -> set[int]:
+        return {int(c) for c in self.admin.get_children(znodes.BROKER_IDS_PATH)}

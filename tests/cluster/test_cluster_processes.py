@@ -1,0 +1,280 @@
+"""Three kbroker processes against one real ZooKeeper, driven by stock clients over TCP.
+
+One cluster per module (start-up costs a few seconds per broker on this machine); the tests
+run in file order and the disruptive ones (kills, SIGTERM, a ZooKeeper restart) come last,
+each leaving all three brokers registered again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kbroker.broker_channel import send_once
+from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
+from wire.error_codes import ErrorCode
+from wire.messages import CreateTopicsRequest, FindCoordinatorRequest, ProduceRequest
+from wire.record_batch import build_batch
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("cluster"), zookeeper).start()
+    yield c
+    c.stop()
+
+
+def admin(cluster: Cluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+
+def leaders(cluster: Cluster, topic: str) -> dict[int, int]:
+    md = admin(cluster).list_topics(topic, timeout=30)
+    t = md.topics[topic]
+    if t.error is not None:
+        return {}
+    return {p: info.leader for p, info in t.partitions.items()}
+
+
+def create_topic(cluster: Cluster, name: str, partitions: int, rf: int = 1,
+                 assignment: list[list[int]] | None = None) -> None:
+    nt = (NewTopic(name, len(assignment), replica_assignment=assignment) if assignment
+          else NewTopic(name, partitions, rf))
+    client = admin(cluster)  # kept referenced until the answer: a collected client cancels it
+    for f in client.create_topics([nt], request_timeout=60, operation_timeout=60).values():
+        f.result(60)
+
+
+# -- every client sees the cluster ----------------------------------------------------------
+
+
+def test_kcat_and_the_python_clients_see_three_brokers_and_the_controller(cluster):
+    controller, _ = wait_until(cluster.controller, "a controller")
+    out = subprocess.run(["kcat", "-b", cluster.brokers[2].bootstrap, "-L"], capture_output=True,
+                         text=True, timeout=60).stdout
+    assert re.search(r"^ 3 brokers:", out, re.M), out
+    for broker_id, b in cluster.brokers.items():
+        suffix = " (controller)" if broker_id == controller else ""
+        assert f"  broker {broker_id} at {b.bootstrap}{suffix}\n" in out, out
+
+    md = wait_until(lambda: (m := admin(cluster).list_topics(timeout=30)).controller_id >= 0 and m,
+                    "confluent-kafka to see the controller")
+    assert sorted(md.brokers) == [1, 2, 3]
+    assert md.controller_id == controller
+
+    from kafka import KafkaAdminClient
+    ka = KafkaAdminClient(bootstrap_servers=cluster.brokers[3].bootstrap)
+    try:
+        described = ka.describe_cluster()
+    finally:
+        ka.close()
+    assert sorted(b["broker_id"] for b in described["brokers"]) == [1, 2, 3]  # DescribeCluster
+    assert described["controller_id"] == controller
+
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def aio() -> tuple[list[int], int]:
+        client = AIOKafkaAdminClient(bootstrap_servers=cluster.brokers[1].bootstrap)
+        await client.start()
+        try:
+            d = await client.describe_cluster()
+        finally:
+            await client.close()
+        return sorted(b["node_id"] for b in d["brokers"]), d["controller_id"]
+
+    assert asyncio.run(aio()) == ([1, 2, 3], controller)
+
+
+# -- topics, routing, produce and consume -----------------------------------------------------
+
+
+def test_twelve_partitions_are_led_by_all_three_brokers_and_every_record_round_trips(cluster):
+    create_topic(cluster, "spread", 12)
+    led = leaders(cluster, "spread")
+    assert sorted(led) == list(range(12))
+    assert set(led.values()) == {1, 2, 3}
+    assert sorted(list(led.values()).count(b) for b in (1, 2, 3)) == [4, 4, 4]
+
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+    sent = {(i % 12, f"k{i}".encode(), f"v{i}".encode()) for i in range(600)}
+    for part, k, v in sorted(sent):
+        p.produce("spread", v, k, partition=part)
+    assert p.flush(60) == 0
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "unused",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition("spread", i, 0) for i in range(12)])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(sent) and time.monotonic() < deadline:
+        for m in c.consume(500, 1.0):
+            assert m.error() is None, m.error()
+            got.append((m.partition(), m.key(), m.value()))
+    c.close()
+    assert len(got) == len(sent)
+    assert set(got) == sent
+
+
+def test_a_produce_to_a_broker_that_does_not_lead_the_partition_is_not_leader_or_follower(cluster):
+    led = leaders(cluster, "spread")
+    other = next(b for b in (1, 2, 3) if b != led[0])
+    batch = build_batch([(b"k", b"v", [], int(time.time() * 1000))])
+    req = ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+        ProduceRequest.TopicProduceData(name="spread", partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=batch)])])
+    resp = asyncio.run(send_once("127.0.0.1", cluster.brokers[other].port, req, 9, "test"))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_create_topics_sent_to_a_broker_that_is_not_the_controller_is_not_controller(cluster):
+    controller, _ = cluster.controller()
+    other = next(b for b in (1, 2, 3) if b != controller)
+    req = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="nc", num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=5000, validate_only=False)
+    resp = asyncio.run(send_once("127.0.0.1", cluster.brokers[other].port, req, 7, "test"))
+    assert [(t.name, t.error_code) for t in resp.topics] == [("nc", ErrorCode.NOT_CONTROLLER)]
+
+
+# -- groups ------------------------------------------------------------------------------------
+
+
+def test_a_group_coordinated_on_another_broker_than_its_partition_commits_and_resumes(cluster):
+    from kafka import KafkaConsumer
+    from kafka.structs import TopicPartition as KTP
+
+    group = "g-across"
+    wait_until(lambda: _coordinator(cluster, group) >= 0, "the group's coordinator")
+    coordinator = _coordinator(cluster, group)
+    leader = next(b for b in (1, 2, 3) if b != coordinator)
+    create_topic(cluster, "g-topic", 1, assignment=[[leader]])
+    p = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(20):
+        p.produce("g-topic", f"v{i}".encode(), partition=0)
+    assert p.flush(60) == 0
+
+    def consume(n: int) -> tuple[list[bytes], int | None]:
+        c = KafkaConsumer("g-topic", bootstrap_servers=cluster.bootstrap, group_id=group,
+                          auto_offset_reset="earliest", enable_auto_commit=False,
+                          consumer_timeout_ms=30000, max_poll_records=n)
+        out = []
+        for m in c:
+            out.append(m.value)
+            if len(out) == n:
+                break
+        c.commit()
+        committed = c.committed(KTP("g-topic", 0))
+        c.close()
+        return out, committed
+
+    assert consume(10) == ([f"v{i}".encode() for i in range(10)], 10)
+    assert consume(10) == ([f"v{i}".encode() for i in range(10, 20)], 20)
+    assert leaders(cluster, "g-topic") == {0: leader}
+
+
+def _coordinator(cluster: Cluster, group: str) -> int:
+    req = FindCoordinatorRequest(key=group, key_type=0, coordinator_keys=[])
+    resp = asyncio.run(send_once("127.0.0.1", cluster.brokers[1].port, req, 3, "test"))
+    return resp.node_id if resp.error_code == 0 else -1
+
+
+# -- failures ----------------------------------------------------------------------------------
+
+
+def test_kill_9_of_the_controller_elects_another_with_a_higher_epoch_and_create_topics_works_again(cluster):
+    controller, epoch = cluster.controller()
+    started = time.monotonic()
+    cluster.brokers[controller].kill()
+    new, new_epoch = wait_until(
+        lambda: (c := cluster.controller()) and c[0] != controller and c,
+        "a new controller", timeout_s=SESSION_TIMEOUT_MS / 1000 + 30)
+    assert time.monotonic() - started < SESSION_TIMEOUT_MS / 1000 + 30
+    assert new_epoch > epoch
+    assert new in (1, 2, 3)
+    wait_until(lambda: all(AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10).controller_id
+                           == new for b in cluster.brokers.values() if b.alive()),
+               "every live broker to name the new controller")
+    create_topic(cluster, "after-failover", 2)
+    led = leaders(cluster, "after-failover")
+    assert sorted(led) == [0, 1] and all(b in (1, 2, 3) and b != controller for b in led.values())
+    cluster.brokers[controller].start(timeout_s=120)
+    wait_until(lambda: cluster.registered() == {1, 2, 3}, "the old controller back")
+
+
+def test_kill_9_of_a_broker_leaves_its_partitions_leaderless_until_it_returns(cluster):
+    # the previous test's broker is back: wait until it leads its partitions again
+    led = wait_until(lambda: (m := leaders(cluster, "spread")) and all(b >= 0 for b in m.values()) and m,
+                     "every partition led")
+    controller, _ = cluster.controller()
+    victim = next(b for b in (1, 2, 3) if b != controller)
+    mine = sorted(p for p, b in led.items() if b == victim)
+    assert mine
+    cluster.brokers[victim].kill()
+    wait_until(lambda: all(leaders(cluster, "spread").get(p) == -1 for p in mine),
+               "the dead broker's partitions at leader -1")
+    now = leaders(cluster, "spread")
+    assert all(now[p] == led[p] for p in led if p not in mine)
+    cluster.brokers[victim].start(timeout_s=120)
+    wait_until(lambda: all(leaders(cluster, "spread").get(p) == victim for p in mine),
+               "the partitions led again by their broker")
+
+
+def test_sigterm_moves_leadership_off_the_broker_before_it_exits(cluster):
+    controller, _ = cluster.controller()
+    victim = next(b for b in (1, 2, 3) if b != controller)
+    other = next(b for b in (1, 2, 3) if b not in (victim, controller))
+    create_topic(cluster, "rf2", 1, assignment=[[victim, other]])
+    assert leaders(cluster, "rf2") == {0: victim}
+    assert cluster.brokers[victim].stop(timeout_s=120) == 0
+    log = cluster.brokers[victim].log_text()
+    assert "controlled shutdown succeeded" in log, log[-3000:]
+    # The move happened while the broker was still registered: the new leader was elected
+    # by the controlled-shutdown election, not after the broker's session went away.
+    assert leaders(cluster, "rf2") == {0: other}
+    cluster.brokers[victim].start(timeout_s=120)
+    wait_until(lambda: cluster.registered() == {1, 2, 3}, "the broker back")
+
+
+def test_brokers_reconnect_re_register_and_serve_after_zookeeper_restarts(cluster):
+    cluster.zk.restart()
+    wait_until(lambda: cluster.registered() == {1, 2, 3}, "all brokers registered again", 120)
+    wait_until(lambda: cluster.controller()[0] in (1, 2, 3), "a controller", 120)
+    create_topic(cluster, "after-zk-restart", 3)
+    wait_until(lambda: set(leaders(cluster, "after-zk-restart")) == {0, 1, 2}
+               and all(b >= 0 for b in leaders(cluster, "after-zk-restart").values()),
+               "the new topic led")
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+def test_a_broker_id_already_registered_refuses_to_start_with_kafkas_message(cluster, tmp_path):
+    from tests.compat.broker_process import BrokerProcess
+    dup = BrokerProcess(tmp_path / "dup", overrides={
+        "broker.id": "1", "zookeeper.connect": cluster.zk.connect_string,
+        "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS)})
+    with pytest.raises(RuntimeError) as e:
+        dup.start(timeout_s=120)
+    assert "Error while creating ephemeral at /brokers/ids/1, node already exists and owner" in str(e.value)
+    assert "cannot start" in str(e.value)
+
+
+def test_an_unreachable_zookeeper_fails_start_up_after_the_connection_timeout(tmp_path):
+    from tests.compat.broker_process import BrokerProcess, free_port
+    b = BrokerProcess(tmp_path / "nozk", overrides={
+        "broker.id": "7", "zookeeper.connect": f"127.0.0.1:{free_port()}",
+        "zookeeper.connection.timeout.ms": "2000"})
+    started = time.monotonic()
+    with pytest.raises(RuntimeError) as e:
+        b.start(timeout_s=120)
+    assert "Timed out waiting for connection to ZooKeeper" in str(e.value)
+    assert "within 2000 ms" in str(e.value)
+    assert time.monotonic() - started < 60
