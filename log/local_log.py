@@ -18,8 +18,8 @@ one with its base offset), the old segments are deleted as above, and the new fi
 loader: with some ``.cleaned`` still there, the swap had not started and is rolled back;
 once every new segment is ``.swap``, it is completed (see loader.py).
 
-Who may call: ``Log`` only, under its lock (except ``flush_segments``, which ``Log`` runs
-without it).
+Who may call: ``Log`` only, under its lock (except ``flush_segments``, ``rename_cleaned_to_swap``
+and ``fsync_dir``, which ``Log`` runs without it).
 """
 
 from __future__ import annotations
@@ -230,15 +230,34 @@ class LocalLog:
 
     def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> list[LogSegment]:
         """Swap ``new_segments`` (files ``*.cleaned``) in for ``old_segments``, crash-safely (see
-        the module docstring).  Old segments no longer in the map are skipped.  Returns the old
-        segments not replaced by a new one with the same base offset."""
+        the module docstring), in one call: ``Log.replace_segments`` runs the same three steps
+        with its lock held only around the second."""
+        self.rename_cleaned_to_swap(new_segments)
+        deleted_not_replaced = self.swap_in(new_segments, old_segments)
+        self.fsync_dir()
+        return deleted_not_replaced
+
+    def rename_cleaned_to_swap(self, new_segments: list[LogSegment]) -> None:
+        """Step 1 of a replacement: ``*.cleaned`` -> ``*.swap`` (highest base offset first: the
+        loader treats ``.swap`` files at or above the lowest ``.cleaned`` one as unfinished),
+        then fsync the directory so that the swap files are durable before any old segment
+        is renamed ``.deleted``.  Touches no segment of the map: may run without the log's
+        lock, provided nothing can truncate or delete segments meanwhile (``Log`` holds its
+        ``replace_lock``)."""
+        for seg in sorted(new_segments, key=lambda s: s.base_offset, reverse=True):
+            seg.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+        _fsync_dir(self.dir)
+
+    def swap_in(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> list[LogSegment]:
+        """Step 2, under the log's lock (renames of segments in the map, no fsync): the new
+        segments enter the map, the old ones leave it and are renamed ``.deleted`` (deleted
+        after file.delete.delay.ms), the new files lose ``.swap``.  Old segments no longer in
+        the map are skipped.  Returns the old segments not replaced by a new one with the same
+        base offset.  Step 3 is ``fsync_dir`` (idempotent on recovery: the loader finishes a
+        swap whose last renames were lost)."""
         new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
         old_sorted = sorted((s for s in old_segments if self.segments.get(s.base_offset) is s),
                             key=lambda s: s.base_offset)
-        for seg in reversed(new_sorted):
-            seg.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-        # the swap files must be durable before any old segment is renamed .deleted
-        _fsync_dir(self.dir)
         for seg in reversed(new_sorted):
             self.segments.add(seg)
         new_bases = {s.base_offset for s in new_sorted}
@@ -250,8 +269,11 @@ class LocalLog:
             self.delete_segment_files([seg], async_delete=True)
         for seg in new_sorted:
             seg.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-        _fsync_dir(self.dir)
         return deleted_not_replaced
+
+    def fsync_dir(self) -> None:
+        """fsync the log's directory (its entries: creations, renames, deletions)."""
+        _fsync_dir(self.dir)
 
     def delete_segment_files(self, to_delete: list[LogSegment], async_delete: bool) -> None:
         for seg in to_delete:

@@ -33,7 +33,9 @@ bounds.  Nothing that can take milliseconds runs under the lock while an append 
 it: a flush (the roll-time ``flush-log`` task on the background thread, flush.ms, shutdown)
 picks its segments under the lock, fsyncs them *outside* it, then takes the lock again only
 to move the recovery point (Kafka's ``UnifiedLog.flush`` does the same); segment files are
-deleted by scheduled tasks, not under the lock.  Who may call: the broker (partition layer), ``LogManager`` and the log cleaner's
+deleted by scheduled tasks, not under the lock; a compaction swap fsyncs the directory
+outside the lock too (``replace_lock``, taken before ``lock``, keeps truncation, retention
+deletion and close from interleaving with it).  Who may call: the broker (partition layer), ``LogManager`` and the log cleaner's
 commit, all on the log owner's thread.
 """
 
@@ -86,6 +88,14 @@ class Log:
                  producer_state_manager: ProducerStateManager, high_watermark_follows_log_end: bool = True,
                  leader_epoch_cache: LeaderEpochFileCache | None = None) -> None:
         self.lock = threading.RLock()
+        # Held (before ``lock``: lock order replace_lock, then lock) by a segment replacement
+        # for its whole length, directory fsyncs included, and by everything else that removes
+        # or truncates segments or closes the log (truncation, retention deletion, close,
+        # delete): so a replacement need not hold ``lock`` across its fsyncs (appends, reads,
+        # rolls and flushes go on), and what it checked under ``lock`` (log open, not
+        # truncated, its old segments still in the map with their sizes) stays true until
+        # its swap is durable: its ``.swap`` files never outlive a change that makes them stale.
+        self.replace_lock = threading.RLock()
         self.leader_epoch_cache = leader_epoch_cache or LeaderEpochFileCache(
             local_log.dir, local_log.topic_partition, local_log.scheduler)
         self.local_log = local_log
@@ -428,7 +438,7 @@ class Log:
         return deletable
 
     def _delete_old_segments(self, predicate) -> int:
-        with self.lock:
+        with self.replace_lock, self.lock:
             deletable = self._deletable_segments(predicate)
             return self._delete_segments(deletable) if deletable else 0
 
@@ -501,7 +511,7 @@ class Log:
         was removed."""
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset ({target_offset}).")
-        with self.lock:
+        with self.replace_lock, self.lock:
             if target_offset >= self.log_end_offset:
                 return False
             self.local_log.check_if_memory_mapped_buffer_closed()
@@ -520,7 +530,7 @@ class Log:
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None = None) -> None:
-        with self.lock:
+        with self.replace_lock, self.lock:
             self.truncations += 1
             self.leader_epoch_cache.clear()
             self.local_log.truncate_fully_and_start_at(new_offset)
@@ -533,11 +543,20 @@ class Log:
     def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
         """Kafka's ``UnifiedLog.replaceSegments``: swap cleaned segments in (crash-safe, see
         ``LocalLog.replace_segments``) and drop the producer snapshots of the old segments
-        that were not replaced."""
-        with self.lock:
-            self.local_log.check_if_memory_mapped_buffer_closed()
-            deleted = self.local_log.replace_segments(new_segments, old_segments)
-            self._delete_producer_snapshots(deleted, async_delete=True)
+        that were not replaced.  Unlike Kafka, ``lock`` is held only for the map swap and its
+        renames, not across the two directory fsyncs: ``replace_lock`` (held throughout)
+        keeps truncation, retention and close out instead, so appends never wait for an
+        fsync.  The caller checks the old segments under ``lock`` while holding
+        ``replace_lock`` (log_cleaner.py's commit)."""
+        with self.replace_lock:
+            with self.lock:
+                self.local_log.check_if_memory_mapped_buffer_closed()
+            self.local_log.rename_cleaned_to_swap(new_segments)
+            with self.lock:
+                self.local_log.check_if_memory_mapped_buffer_closed()
+                deleted = self.local_log.swap_in(new_segments, old_segments)
+                self._delete_producer_snapshots(deleted, async_delete=True)
+            self.local_log.fsync_dir()
 
     def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
         """producer id -> (offset of its last data batch, or None if its last entry is a
@@ -578,7 +597,7 @@ class Log:
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         """Clean close: snapshot producer state at the LEO, trim indexes, close files."""
-        with self.lock:
+        with self.replace_lock, self.lock:
             if self.local_log.closed:
                 return
             self.producer_state_manager.take_snapshot()
@@ -586,13 +605,13 @@ class Log:
             self.local_log.close()
 
     def close_handlers(self) -> None:
-        with self.lock:
+        with self.replace_lock, self.lock:
             self.leader_epoch_cache.close(flush=False)
             self.local_log.close_handlers()
 
     def delete(self) -> None:
         """Delete every file of this log and its directory, now."""
-        with self.lock:
+        with self.replace_lock, self.lock:
             self.local_log.check_if_memory_mapped_buffer_closed()
             self.leader_epoch_cache.close(flush=False)
             deleted = self.local_log.delete_all_segments()

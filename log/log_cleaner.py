@@ -16,8 +16,9 @@ calls the broker makes, from threads of its choosing:
    touching the ``Log``, so appends, reads, rolls, retention and deletion go on meanwhile.
    ``job.cancel()`` (any thread) makes it stop at the next chunk.  Never raises: a failure is
    kept in ``job.error`` and reported by ``commit``.
-3. ``result = job.commit()`` - **short**, after ``prepare`` returned.  Under the log's lock
-   (so appends, retention and truncation wait for it), checks that the log did not change
+3. ``result = job.commit()`` - **short**, after ``prepare`` returned.  Under the log's
+   ``replace_lock`` (so retention, truncation and close wait for it) and, for the checks
+   and the in-memory swap only, its lock (appends wait for those, never for an fsync), checks that the log did not change
    under the cleaning: not closed or deleted, still compacted, not truncated since the grab
    (``Log.truncations``), and, per group, every source segment still the same object with
    the same size in the log.  A group whose sources are gone (retention deleted them
@@ -26,11 +27,12 @@ calls the broker makes, from threads of its choosing:
    file.delete.delay.ms so reads holding them finish -> final names) and the cleaner offset
    checkpoint advances.  Otherwise (closed, truncated, policy changed, prepare failed or was
    cancelled) the ``.cleaned`` files are removed and nothing changes.  Costs a few renames,
-   two directory fsyncs and the checkpoint's atomic rewrite (not fsynced: the swap is
+   two directory fsyncs (both outside the log's lock: before the swap, the ``.swap`` files;
+   after it, the final names) and the checkpoint's atomic rewrite (not fsynced: the swap is
    durable first, and a lost checkpoint only means cleaning again).
 
 Threads: each step may run on any thread (one step of a job at a time, in order): the log's
-mutations take ``Log.lock``, segment lookups are lock-free (``LogSegments`` is copy-on-write),
+mutations take ``Log.lock`` (a swap also ``Log.replace_lock``, taken first), segment lookups are lock-free (``LogSegments`` is copy-on-write),
 the cleaner's bookkeeping has its own lock (lock order: cleaner manager, then a log).  In
 CPython ``prepare`` still competes for the GIL with request handling (see
 bench/cleaner_bench.py).
@@ -230,20 +232,25 @@ class CleaningJob:
         swap_new: list[LogSegment] = []
         swap_old: list[LogSegment] = []
         dropped = 0
-        with log.lock:  # appends, retention and truncation wait for the swap
-            reason = self._changed_reason()
-            if not reason:
-                for sources, cleaned in out.groups:
-                    olds = [by_base[s.base_offset] for s in sources]
-                    if all(log.segments.get(o.base_offset) is o and o.size() == s.size
-                           for o, s in zip(olds, sources, strict=True)):
-                        swap_new.append(cleaned)
-                        swap_old.extend(olds)
-                    else:
-                        dropped += 1
-                        cleaned.delete_if_exists()
-                if swap_new:
-                    log.replace_segments(swap_new, swap_old)
+        # replace_lock, not the log's lock, spans the check and the swap: truncation, retention
+        # deletion and close wait until the swap is durable (so what is checked here stays
+        # true, and no .swap file can outlive a truncation), while appends, reads, rolls and
+        # flushes only wait for the check and the in-memory swap, never for its fsyncs
+        with log.replace_lock:
+            with log.lock:
+                reason = self._changed_reason()
+                if not reason:
+                    for sources, cleaned in out.groups:
+                        olds = [by_base[s.base_offset] for s in sources]
+                        if all(log.segments.get(o.base_offset) is o and o.size() == s.size
+                               for o, s in zip(olds, sources, strict=True)):
+                            swap_new.append(cleaned)
+                            swap_old.extend(olds)
+                        else:
+                            dropped += 1
+                            cleaned.delete_if_exists()
+            if swap_new:
+                log.replace_segments(swap_new, swap_old)
         if reason:  # outside the log's lock: the manager's lock is taken before a log's
             return self._abort(reason)
         self.state = JobState.COMMITTED
