@@ -32,7 +32,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -138,10 +138,14 @@ class LogToClean:
 class LogCleanerManager:
     """Cleaning state of every log.  Thread-safe (one lock)."""
 
-    def __init__(self, log_dirs: list[str], logs: Mapping[TopicPartition, Log]) -> None:
+    def __init__(self, log_dirs: list[str], logs: Mapping[TopicPartition, Log],
+                 snapshot: Callable[[], Iterable[tuple[TopicPartition, Log]]] | None = None) -> None:
         self._lock = threading.RLock()
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.logs = logs
+        # how the logs are walked: a copy taken under their owner's lock (LogManager.snapshot),
+        # never an iteration of the live mapping another thread may change meanwhile
+        self._snapshot = snapshot or (lambda: list(logs.items()))
         self._files = {d: OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT_FILE)) for d in self.log_dirs}
         self._checkpoints: dict[str, dict[TopicPartition, int]] = {}
         for d, f in self._files.items():
@@ -172,7 +176,8 @@ class LogCleanerManager:
         cp = self._checkpoints.get(data_dir)
         if cp is None:
             return
-        cp = {tp: o for tp, o in cp.items() if tp in self.logs}
+        live = dict(self._snapshot())
+        cp = {tp: o for tp, o in cp.items() if tp in live}
         if remove is not None:
             cp.pop(remove, None)
         if update is not None:
@@ -212,7 +217,7 @@ class LogCleanerManager:
         """The compacted log most in need of cleaning (see the module docstring), now marked
         in progress; None if no log qualifies."""
         dirty = []
-        for tp, log in list(self.logs.items()):
+        for tp, log in self._snapshot():
             if not log.config.compact or self._skipped(tp, log):
                 continue
             ltc = self.log_to_clean(tp, log, now)
@@ -271,7 +276,8 @@ class LogCleanerManager:
 
     @_locked
     def maintain_uncleanable_partitions(self) -> None:
+        live = dict(self._snapshot())
         for d in list(self.uncleanable):
-            self.uncleanable[d] = {tp for tp in self.uncleanable[d] if tp in self.logs}
+            self.uncleanable[d] = {tp for tp in self.uncleanable[d] if tp in live}
             if not self.uncleanable[d]:
                 del self.uncleanable[d]

@@ -48,7 +48,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -267,15 +267,17 @@ class CleaningJob:
 
 
 class LogCleaner:
-    """Compaction for the logs in ``logs`` (a live mapping, e.g. ``LogManager.logs``).
-    Thread-safe; see the module docstring."""
+    """Compaction for the logs in ``logs`` (a live mapping, e.g. ``LogManager.logs``), walked
+    through ``snapshot`` (e.g. ``LogManager.snapshot``: a copy taken under the owner's lock;
+    default: a copy of ``logs``).  Thread-safe; see the module docstring."""
 
     def __init__(self, config: CleanerConfig, log_dirs: list[str], logs: Mapping[TopicPartition, Log], clock: Clock,
-                 throttler: Throttler | None = None) -> None:
+                 throttler: Throttler | None = None,
+                 snapshot: Callable[[], Iterable[tuple[TopicPartition, Log]]] | None = None) -> None:
         self.config = config
         self.clock = clock
         self.logs = logs
-        self.manager = LogCleanerManager(log_dirs, logs)
+        self.manager = LogCleanerManager(log_dirs, logs, snapshot)
         self.throttler = throttler or Throttler(config.max_io_bytes_per_second)
         self._idle = [Cleaner(i, SkimpyOffsetMap(config.dedupe_buffer_per_thread, config.hash_algorithm),
                               config.io_buffer_per_thread, config.dedupe_buffer_load_factor,

@@ -176,7 +176,7 @@ class LogManager:
             # Kafka deletes the marker once the logs are loaded: a crash from now on is unclean
             marker.delete()
         if self.cleaner is None and self.cleaner_config.enable_cleaner:
-            self.cleaner = LogCleaner(self.cleaner_config, self.log_dirs, self.logs, self.clock)
+            self.cleaner = LogCleaner(self.cleaner_config, self.log_dirs, self.logs, self.clock, snapshot=self.snapshot)
 
     @staticmethod
     def _read_checkpoint(d: str, name: str) -> dict[TopicPartition, int]:
