@@ -17,9 +17,10 @@ INVALID_REQUEST "Cannot update these configs dynamically".
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future
 
 from kbroker.config import KEYS, BrokerConfig, ConfigError, parse_value
-from kbroker.json_file import read_json, write_json_atomically
+from kbroker.json_file import JsonFileWriter, read_json
 from log.config import SERVER_SYNONYMS
 
 FILE_NAME = "kbroker-broker-configs.json"
@@ -53,6 +54,7 @@ class DynamicBrokerConfigs:
         data = read_json(self.path, {})
         self.cluster_default: dict[str, str] = {k: str(v) for k, v in data.get("", {}).items()}
         self.per_broker: dict[str, str] = {k: str(v) for k, v in data.get(str(node_id), {}).items()}
+        self._writer = JsonFileWriter(self.path)
 
     def level(self, resource_name: str) -> dict[str, str]:
         """The stored overrides of one level ("" = cluster default, else this node)."""
@@ -74,7 +76,9 @@ class DynamicBrokerConfigs:
         mine = props if resource_name != "" else self.per_broker
         return BrokerConfig({**static.originals, **default, **mine})
 
-    def set(self, resource_name: str, props: dict[str, str]) -> None:
+    def set(self, resource_name: str, props: dict[str, str]) -> Future[None]:
+        """Replace one level now; the future is done once the file holds it (written by the
+        file's writer thread, json_file.py: never on the caller's thread)."""
         if resource_name == "":
             self.cluster_default = dict(props)
         else:
@@ -84,4 +88,12 @@ class DynamicBrokerConfigs:
             data[""] = self.cluster_default
         if self.per_broker:
             data[str(self.node_id)] = self.per_broker
-        write_json_atomically(self.path, data)
+        return self._writer.write(data)
+
+    def durable(self) -> Future[None]:
+        """Done once every change made so far is in the file."""
+        return self._writer.durable()
+
+    def close(self) -> None:
+        """Finish the queued writes (shutdown)."""
+        self._writer.close()

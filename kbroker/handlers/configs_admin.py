@@ -25,6 +25,8 @@ kbroker/dynamic_broker_configs.py).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Awaitable
+from concurrent.futures import Future
 from typing import Any
 
 from kbroker.config import KEYS, ConfigError
@@ -35,6 +37,7 @@ from kbroker.config_describe import (
     to_config_string,
     topic_config_type,
 )
+from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_configs import TopicConfigStore
@@ -68,29 +71,33 @@ def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) ->
 
 
 @REGISTRY.register(33, 0, 2)
-def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
+def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest
+                         ) -> AlterConfigsResponse | Awaitable[AlterConfigsResponse]:
     def ops(resource: Any) -> list[tuple[str, int, str | None]]:
         return [(c.name, SET, c.value) for c in resource.configs]
 
-    results = _alter(ctx, req.resources, req.validate_only, ops, replace=True)
-    return AlterConfigsResponse(throttle_time_ms=0, responses=[
-        AlterConfigsResponse.AlterConfigsResourceResponse(*r) for r in results])
+    stored: list[Future[None]] = []
+    results = _alter(ctx, req.resources, req.validate_only, ops, replace=True, stored=stored)
+    return answer_when_stored(AlterConfigsResponse(throttle_time_ms=0, responses=[
+        AlterConfigsResponse.AlterConfigsResourceResponse(*r) for r in results]), stored)
 
 
 @REGISTRY.register(44, 0, 1)
 def handle_incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
-                                     ) -> IncrementalAlterConfigsResponse:
+                                     ) -> IncrementalAlterConfigsResponse | Awaitable[IncrementalAlterConfigsResponse]:
     def ops(resource: Any) -> list[tuple[str, int, str | None]]:
         return [(c.name, c.config_operation, c.value) for c in resource.configs]
 
-    results = _alter(ctx, req.resources, req.validate_only, ops, replace=False)
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
-        IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(*r) for r in results])
+    stored: list[Future[None]] = []
+    results = _alter(ctx, req.resources, req.validate_only, ops, replace=False, stored=stored)
+    return answer_when_stored(IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
+        IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(*r) for r in results]), stored)
 
 
 def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, ops_of: Any,
-           replace: bool) -> list[tuple[int, str | None, int, str]]:
-    """One (error_code, error_message, resource_type, resource_name) per resource, in order."""
+           replace: bool, stored: list[Future[None]]) -> list[tuple[int, str | None, int, str]]:
+    """One (error_code, error_message, resource_type, resource_name) per resource, in order;
+    the writes of the changed config files (the answer waits for them) go to ``stored``."""
     seen = Counter((r.resource_type, r.resource_name) for r in resources)
     out = []
     for r in resources:
@@ -105,8 +112,12 @@ def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, ops_o
                 raise AlterError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
             if r.resource_type == RESOURCE_TOPIC:
                 _alter_topic(ctx, r.resource_name, ops, replace, validate_only)
+                if not validate_only:
+                    stored.append(ctx.broker.topic_configs.durable())
             elif r.resource_type == RESOURCE_BROKER:
                 _alter_broker(ctx, r.resource_name, ops, replace, validate_only)
+                if not validate_only:
+                    stored.append(ctx.broker.dynamic_configs.durable())
             else:
                 raise AlterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
             out.append((int(ErrorCode.NONE), None, r.resource_type, r.resource_name))

@@ -29,6 +29,7 @@ from collections.abc import Awaitable
 
 from kbroker.config_describe import to_config_string
 from kbroker.dynamic_broker_configs import broker_config_synonyms
+from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_configs import TopicConfigStore
@@ -157,7 +158,8 @@ def _config_entries(ctx: RequestContext, configs: dict[str, str]) -> list:
 
 
 @REGISTRY.register(19, 2, 7)
-def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest
+                         ) -> CreateTopicsResponse | Awaitable[CreateTopicsResponse]:
     state = ctx.broker
     if getattr(state, "cluster", None) is not None:   # cluster mode: the controller writes ZooKeeper
         from kbroker.handlers.cluster_topics import create_topics  # noqa: PLC0415 - cycle
@@ -166,6 +168,7 @@ def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
     names = [t.name for t in req.topics]
     dupes = {n for n in names if names.count(n) > 1}
     results = []
+    stored = []  # config override writes to wait for: Kafka answers once they are stored
     for t in req.topics:
         failed, count, configs = _check(ctx, t, dupes)
         if failed is not None:
@@ -173,13 +176,15 @@ def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
             continue
         if not req.validate_only:
             state.create_topic(t.name, count, configs)
+            if configs:
+                stored.append(state.topic_configs.durable())
         r = Result(name=t.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None)
         if v >= 5:
             r.num_partitions = count
             r.replication_factor = 1
             r.configs = _config_entries(ctx, configs)
         results.append(r)
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    return answer_when_stored(CreateTopicsResponse(throttle_time_ms=0, topics=results), stored)
 
 
 @REGISTRY.register(20, 1, 6)
@@ -225,8 +230,11 @@ def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest
         for name, removed in removed_topics:
             state.finish_topic_deletion(name, removed)
 
+    stored = state.topic_configs.durable()  # the deleted topics' overrides are gone from the file
+
     async def answer_when_finished() -> DeleteTopicsResponse:
         await asyncio.get_running_loop().run_in_executor(None, finish)
+        await asyncio.wrap_future(stored)
         return response
 
     return answer_when_finished()
