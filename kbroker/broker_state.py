@@ -101,7 +101,8 @@ class BrokerState:
             info = self.topics.get(topic)
             count = max(index + 1, info.partitions if info else 0)
             self.topics[topic] = TopicInfo(topic, count, is_internal(topic))
-        for info in self.topics.values():
+        # In cluster mode a topic's other partitions live on other brokers: no gaps to fill.
+        for info in [] if static_config.cluster_mode else self.topics.values():
             for index in range(info.partitions):
                 if (info.name, index) not in self.partitions:
                     # a gap the checkpoints do not know (lost before its first checkpoint):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from cluster import znodes
 from cluster.coordination import CoordinationError, NodeExistsError, NoNodeError, SessionState
+from cluster.metadata_image import BrokerInfo
 from kbroker.broker_channel import send_once
 from kbroker.broker_state import new_cluster_id
 from kbroker.controller_runner import ControllerRunner
@@ -123,6 +124,8 @@ class ClusterRuntime:
             self.runner.session_lost()
         elif s is SessionState.SUSPENDED:
             log.info("ZooKeeper connection lost; the session may survive")
+        elif s is SessionState.CONNECTED and not self._session_lost:
+            log.info("ZooKeeper connection re-established (same session)")
         elif s is SessionState.CONNECTED and self._session_lost and not self.shutting_down:
             self._session_lost = False
             self._spawn(self._reregister())
@@ -152,6 +155,15 @@ class ClusterRuntime:
             return self.broker_id
         cid = self.runner.active_controller_id
         return cid if cid >= 0 else self.cache.controller_id
+
+    def live_brokers(self) -> list[BrokerInfo]:
+        """The brokers to place replicas on: the controller's own view while this broker is
+        the controller (its metadata cache learns of a failover only from the UpdateMetadata
+        the failover ends with), else the metadata cache's."""
+        ctx = self.runner.controller.context
+        if ctx is not None:
+            return [ctx.brokers[b] for b in sorted(ctx.live_broker_ids())]
+        return self.cache.live_brokers()
 
     # -- shutdown ------------------------------------------------------------------------
 

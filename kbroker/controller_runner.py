@@ -103,10 +103,26 @@ class ControllerRunner:
         self._rebalance_task: asyncio.Task[None] | None = None
         self._auto_rebalance_interval_s = auto_rebalance_interval_s
         self.on_change: Callable[[], None] | None = None  # told when active_controller_id changes
+        self._ready = asyncio.Event()  # set while the controller is active
 
     @property
     def is_active(self) -> bool:
         return self.controller.is_active
+
+    async def wait_ready(self, timeout_s: float) -> bool:
+        """True once this broker is the active controller.  A broker that has won
+        ``/controller`` but is still reading the cluster (failover) waits for it, up to
+        ``timeout_s``, as Kafka's admin requests wait behind the failover event; a broker
+        that is not the controller answers False at once (NOT_CONTROLLER)."""
+        if self.is_active:
+            return True
+        if self.active_controller_id != self.broker_id:
+            return False
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return self.is_active
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -159,6 +175,8 @@ class ControllerRunner:
                 if _is_connection_loss(e):
                     log.info("controller work %r interrupted by a ZooKeeper connection loss; "
                              "retrying", item if isinstance(item, str) else type(item).__name__)
+                    if isinstance(item, str):
+                        self._armed.discard(item)  # the failed read did not set its watch
                     await asyncio.sleep(RETRY_S)
                     self.enqueue(item)
                 else:
@@ -195,6 +213,8 @@ class ControllerRunner:
             return
         if not self.is_active:
             return  # a watch of an earlier term, or work queued before we resigned
+        log.info("controller %d: %s changed", self.broker_id, item if isinstance(item, str)
+                 else type(item).__name__)
         if item == "brokers":
             await self.zk.children(znodes.BROKER_IDS_PATH, watch=self._watch("brokers"))
             brokers = await read_brokers(self.zk)
@@ -283,6 +303,8 @@ class ControllerRunner:
             await self._arm_topic(name)
         self._update_links(event.brokers)
         await self._apply(self.controller.handle(event))
+        if self.is_active:
+            self._ready.set()
 
     async def _delete_own_controller(self) -> None:
         try:
@@ -332,6 +354,7 @@ class ControllerRunner:
 
     async def _resigned(self) -> None:
         log.info("broker %d resigned as controller (epoch %d)", self.broker_id, self.epoch)
+        self._ready.clear()
         self.channel.close()
         self._armed = {k for k in self._armed if k == "elect"}
         try:

@@ -83,6 +83,9 @@ class GroupService:
         records."""
         if self._partitions_fixed:
             return
+        config = getattr(self.state, "static_config", None)
+        if config is not None and config.cluster_mode:
+            return  # the topic znode's count arrives through offsets_topic_partitions_known
         info = self.state.topics.get(GROUP_METADATA_TOPIC)
         if info is None:
             return
@@ -93,6 +96,13 @@ class GroupService:
                          "placed by the topic's count", GROUP_METADATA_TOPIC, info.partitions,
                          self.num_partitions)
             self.coordinator.offsets_topic_partitions = info.partitions
+
+    def offsets_topic_partitions_known(self, count: int) -> None:
+        """Cluster mode: the topic's partition count from ``/brokers/topics/__consumer_offsets``
+        (this broker holds only some of its partitions), fixed the first time as above."""
+        if not self._partitions_fixed:
+            self._partitions_fixed = True
+            self.coordinator.offsets_topic_partitions = count
 
     def _load(self) -> None:
         c = self.coordinator

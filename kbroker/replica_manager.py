@@ -47,6 +47,7 @@ class ReplicaManager:
         self.leading: dict[tuple[str, int], int] = {}  # partition -> leader epoch we lead at
         self.epochs: dict[tuple[str, int], int] = {}  # last leader epoch seen, led or not
         self.on_offsets_leadership: Callable[[int, bool], None] | None = None
+        self._topics_read: set[str] = set()  # topics whose znodes this process has read
 
     # -- routing -------------------------------------------------------------------------
 
@@ -77,11 +78,14 @@ class ReplicaManager:
             state.topic_configs.set(topic, overrides)
         from kbroker.broker_state import TopicInfo  # noqa: PLC0415 - a cycle at import time
 
+        self._topics_read.add(topic)
         info = state.topics.get(topic)
         if info is None:
             state.topics[topic] = TopicInfo(topic, count, is_internal(topic))
         elif count > info.partitions:
             info.partitions = count
+        if topic == GROUP_METADATA_TOPIC and count > 0:
+            state.groups.offsets_topic_partitions_known(count)
 
     async def become_leader_or_follower(self, req: Any) -> dict[tuple[str, int], int]:
         """Apply a LeaderAndIsrRequest; returns partition -> error code."""
@@ -95,7 +99,7 @@ class ReplicaManager:
                     errors[(t.topic_name, p.partition_index)] = ErrorCode.NONE
             if not mine:
                 continue
-            if t.topic_name not in state.topics or any(
+            if t.topic_name not in self._topics_read or t.topic_name not in state.topics or any(
                     p.partition_index >= state.topics[t.topic_name].partitions for p in mine):
                 await self._ensure_topic(t.topic_name)
             for p in mine:

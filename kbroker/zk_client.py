@@ -193,7 +193,8 @@ class ZkClient:
         async_result.rawlink(done)
         return fut
 
-    def _watch(self, cb: WatchCallback | None) -> Callable[[Any], None] | None:
+    def _watch(self, cb: WatchCallback | None, path: str = "",
+               on_reset: EventType = EventType.CHANGED) -> Callable[[Any], None] | None:
         if cb is None:
             return None
         loop = self._loop
@@ -201,8 +202,16 @@ class ZkClient:
 
         def fire(event: Any) -> None:  # kazoo's callback thread
             etype = EventType[event.type] if event.type in EventType.__members__ else None
+            if etype is None and event.type == "NONE":
+                # kazoo drops every watch when the connection is lost (SUSPENDED) and fires
+                # it with a NONE event, where ZooKeeper's own clients re-register watches on
+                # reconnection.  Tell the owner "it may have changed": it re-reads (retrying
+                # through the connection loss) and so sets its watch again.
+                etype, event_path = on_reset, path
+            else:
+                event_path = event.path
             if etype is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(cb, WatchEvent(etype, event.path))
+                loop.call_soon_threadsafe(cb, WatchEvent(etype, event_path))
 
         return fire
 
@@ -215,11 +224,11 @@ class ZkClient:
         return await self._await(ar, path, lambda v: v)
 
     async def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
-        ar = self._kazoo.get_async(path, watch=self._watch(watch))
+        ar = self._kazoo.get_async(path, watch=self._watch(watch, path))
         return await self._await(ar, path, lambda v: (v[0] or b"", _stat(v[1])))
 
     async def exists(self, path: str, watch: WatchCallback | None = None) -> Stat | None:
-        ar = self._kazoo.exists_async(path, watch=self._watch(watch))
+        ar = self._kazoo.exists_async(path, watch=self._watch(watch, path))
         return await self._await(ar, path, lambda v: None if v is None else _stat(v))
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
@@ -231,7 +240,7 @@ class ZkClient:
         await self._await(ar, path, lambda v: None)
 
     async def children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
-        ar = self._kazoo.get_children_async(path, watch=self._watch(watch))
+        ar = self._kazoo.get_children_async(path, watch=self._watch(watch, path, EventType.CHILD))
         return await self._await(ar, path, sorted)
 
     async def multi(self, ops: Sequence[Op]) -> list[str | Stat | None]:

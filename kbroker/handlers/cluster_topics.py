@@ -62,7 +62,7 @@ async def _plan(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupe
         if unify_collision_chars(other) == unified:
             return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"Topic '{name}' collides with existing topic: {other}"), {}, {}
-    live = cluster.cache.live_brokers()
+    live = cluster.live_brokers()
     if t.assignments:
         if t.num_partitions != -1 or t.replication_factor != -1:
             return _fail(name, ErrorCode.INVALID_REQUEST,
@@ -115,7 +115,7 @@ def _not_controller_create(req: CreateTopicsRequest) -> CreateTopicsResponse:
 async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     cluster = ctx.broker.cluster
     assert cluster is not None
-    if not cluster.runner.is_active:
+    if not await cluster.runner.wait_ready(max(req.timeout_ms, 0) / 1000):
         return _not_controller_create(req)
     names = [t.name for t in req.topics]
     dupes = {n for n in names if names.count(n) > 1}
@@ -166,6 +166,7 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
         wanted = [(n, ZERO_UUID) for n in req.topic_names]
     results = []
     queued: list[str] = []
+    ready = await cluster.runner.wait_ready(max(req.timeout_ms, 0) / 1000)
     by_id = {info.topic_id: name for name, info in cluster.cache.image.topics.items() if info.topic_id}
     for name, topic_id in wanted:
         if name is None:
@@ -174,7 +175,7 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
                 code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.INVALID_REQUEST
                 results.append(R(name=None, topic_id=topic_id, error_code=code, error_message=None))
                 continue
-        if not cluster.runner.is_active:
+        if not ready:
             code = ErrorCode.NOT_CONTROLLER
         elif not state.config["delete.topic.enable"]:
             code = ErrorCode.TOPIC_DELETION_DISABLED
@@ -212,12 +213,13 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
     names = [t.name for t in req.topics]
     results = []
     waiting: list[tuple[Any, str, int]] = []
-    live = cluster.cache.live_brokers()
+    ready = await cluster.runner.wait_ready(max(req.timeout_ms, 0) / 1000)
+    live = cluster.live_brokers()
     for t in req.topics:
         def fail(code: ErrorCode, message: str | None = None, name: str = t.name) -> None:
             results.append(TopicResult(name=name, error_code=code, error_message=message))
 
-        if not cluster.runner.is_active:
+        if not ready:
             fail(ErrorCode.NOT_CONTROLLER)
             continue
         if names.count(t.name) > 1:

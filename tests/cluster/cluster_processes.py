@@ -64,8 +64,10 @@ class Cluster:
         return self
 
     def stop(self) -> None:
-        for b in self.brokers.values():
+        for broker_id, b in self.brokers.items():
             b.kill()
+            # kept for a failed run: each broker's whole output, beside its data
+            (self.root / f"broker-{broker_id}.out").write_text(b.log_text())
         self.admin.stop()
         self.admin.close()
 

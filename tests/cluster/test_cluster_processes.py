@@ -18,8 +18,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
+from tests.compat.broker_process import ROOT, BrokerProcess, free_port
 from wire.error_codes import ErrorCode
-from wire.messages import CreateTopicsRequest, FindCoordinatorRequest, ProduceRequest
+from wire.messages import (
+    ApiVersionsRequest,
+    CreateTopicsRequest,
+    FindCoordinatorRequest,
+    ProduceRequest,
+    UpdateMetadataRequest,
+)
 from wire.record_batch import build_batch
 
 pytestmark = pytest.mark.timeout(600)
@@ -36,8 +43,9 @@ def admin(cluster: Cluster) -> AdminClient:
     return AdminClient({"bootstrap.servers": cluster.bootstrap})
 
 
-def leaders(cluster: Cluster, topic: str) -> dict[int, int]:
-    md = admin(cluster).list_topics(topic, timeout=30)
+def leaders(cluster: Cluster, topic: str, bootstrap: str | None = None) -> dict[int, int]:
+    client = AdminClient({"bootstrap.servers": bootstrap}) if bootstrap else admin(cluster)
+    md = client.list_topics(topic, timeout=30)
     t = md.topics[topic]
     if t.error is not None:
         return {}
@@ -51,6 +59,19 @@ def create_topic(cluster: Cluster, name: str, partitions: int, rf: int = 1,
     client = admin(cluster)  # kept referenced until the answer: a collected client cancels it
     for f in client.create_topics([nt], request_timeout=60, operation_timeout=60).values():
         f.result(60)
+    # The answer means the controller's broker has the leaders; the others learn them from
+    # the UpdateMetadata the controller sends each (asynchronously, as in Kafka).
+    count = len(assignment) if assignment else partitions
+
+    def everywhere() -> bool:
+        for b in cluster.brokers.values():
+            if b.alive():
+                led = leaders(cluster, name, b.bootstrap)
+                if len(led) != count or min(led.values()) < 0:
+                    return False
+        return True
+
+    wait_until(everywhere, f"every broker to see {name}'s leaders")
 
 
 # -- every client sees the cluster ----------------------------------------------------------
@@ -134,6 +155,26 @@ def test_a_produce_to_a_broker_that_does_not_lead_the_partition_is_not_leader_or
     assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
+def test_controller_requests_are_not_advertised_and_are_refused_unless_from_a_registered_broker(cluster):
+    port = cluster.brokers[1].port
+    versions = asyncio.run(send_once("127.0.0.1", port, ApiVersionsRequest(
+        client_software_name="test", client_software_version="1"), 3, "test"))
+    assert versions.error_code == 0
+    assert not {k.api_key for k in versions.api_keys} & {4, 5, 6, 7}
+
+    def update_metadata(controller_id: int, controller_epoch: int) -> int:
+        req = UpdateMetadataRequest(controller_id=controller_id, is_k_raft_controller=False, type=0,
+                                    controller_epoch=controller_epoch, broker_epoch=-1,
+                                    ungrouped_partition_states=[], topic_states=[], live_brokers=[])
+        return asyncio.run(send_once("127.0.0.1", port, req, 8, "test")).error_code
+
+    _, epoch = cluster.controller()
+    assert update_metadata(99, epoch + 1) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert update_metadata(2, epoch - 1) == ErrorCode.STALE_CONTROLLER_EPOCH
+    # the broker still lists all three (nothing was applied)
+    assert sorted(admin(cluster).list_topics(timeout=30).brokers) == [1, 2, 3]
+
+
 def test_create_topics_sent_to_a_broker_that_is_not_the_controller_is_not_controller(cluster):
     controller, _ = cluster.controller()
     other = next(b for b in (1, 2, 3) if b != controller)
@@ -176,6 +217,10 @@ def test_a_group_coordinated_on_another_broker_than_its_partition_commits_and_re
         return out, committed
 
     assert consume(10) == ([f"v{i}".encode() for i in range(10)], 10)
+    # the coordinator restarts: it loads the group's offsets from its __consumer_offsets
+    # partition again, and the group resumes where it committed
+    cluster.brokers[coordinator].restart()
+    wait_until(lambda: _coordinator(cluster, group) == coordinator, "the coordinator back")
     assert consume(10) == ([f"v{i}".encode() for i in range(10, 20)], 20)
     assert leaders(cluster, "g-topic") == {0: leader}
 
@@ -256,25 +301,29 @@ def test_brokers_reconnect_re_register_and_serve_after_zookeeper_restarts(cluste
 # -- bad input ---------------------------------------------------------------------------------
 
 
+def _run_to_exit(b: BrokerProcess, timeout_s: float = 120) -> tuple[int, str]:
+    """Run a broker process that must refuse to start; its exit code and output."""
+    done = subprocess.run(b.command(), cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
+    return done.returncode, done.stdout + done.stderr
+
+
 def test_a_broker_id_already_registered_refuses_to_start_with_kafkas_message(cluster, tmp_path):
-    from tests.compat.broker_process import BrokerProcess
     dup = BrokerProcess(tmp_path / "dup", overrides={
         "broker.id": "1", "zookeeper.connect": cluster.zk.connect_string,
         "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS)})
-    with pytest.raises(RuntimeError) as e:
-        dup.start(timeout_s=120)
-    assert "Error while creating ephemeral at /brokers/ids/1, node already exists and owner" in str(e.value)
-    assert "cannot start" in str(e.value)
+    rc, out = _run_to_exit(dup)
+    assert rc == 1, out
+    assert "cannot start: Error while creating ephemeral at /brokers/ids/1, node already exists and owner" in out
+    assert 1 in cluster.registered()
 
 
 def test_an_unreachable_zookeeper_fails_start_up_after_the_connection_timeout(tmp_path):
-    from tests.compat.broker_process import BrokerProcess, free_port
     b = BrokerProcess(tmp_path / "nozk", overrides={
         "broker.id": "7", "zookeeper.connect": f"127.0.0.1:{free_port()}",
         "zookeeper.connection.timeout.ms": "2000"})
     started = time.monotonic()
-    with pytest.raises(RuntimeError) as e:
-        b.start(timeout_s=120)
-    assert "Timed out waiting for connection to ZooKeeper" in str(e.value)
-    assert "within 2000 ms" in str(e.value)
-    assert time.monotonic() - started < 60
+    rc, out = _run_to_exit(b)
+    assert rc == 1, out
+    assert "cannot start: Timed out waiting for connection to ZooKeeper at 127.0.0.1:" in out
+    assert "within 2000 ms" in out
+    assert time.monotonic() - started >= 2.0
