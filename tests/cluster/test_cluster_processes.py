@@ -185,6 +185,46 @@ def test_create_topics_sent_to_a_broker_that_is_not_the_controller_is_not_contro
     assert [(t.name, t.error_code) for t in resp.topics] == [("nc", ErrorCode.NOT_CONTROLLER)]
 
 
+def test_create_partitions_adds_led_partitions_and_delete_topics_removes_the_topic_everywhere(cluster):
+    from confluent_kafka.admin import NewPartitions
+
+    create_topic(cluster, "grow", 2)
+    client = admin(cluster)
+    for f in client.create_partitions([NewPartitions("grow", 5)], request_timeout=60,
+                                      operation_timeout=60).values():
+        f.result(60)
+    wait_until(lambda: all(len(led := leaders(cluster, "grow", b.bootstrap)) == 5 and min(led.values()) >= 0
+                           for b in cluster.brokers.values()), "five led partitions everywhere")
+    dirs = [d for b in cluster.brokers.values() for d in b.data_dir.glob("grow-*") if d.is_dir()]
+    assert sorted(d.name for d in dirs) == [f"grow-{i}" for i in range(5)]
+
+    for f in client.delete_topics(["grow"], request_timeout=60, operation_timeout=60).values():
+        f.result(60)
+
+    def gone_everywhere() -> bool:
+        for b in cluster.brokers.values():
+            md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=30)
+            if "grow" in md.topics:
+                return False
+        return True
+
+    wait_until(gone_everywhere, "the topic gone from every broker's metadata")
+    wait_until(lambda: not cluster.admin.exists("/brokers/topics/grow")
+               and not cluster.admin.exists("/admin/delete_topics/grow"), "the topic's znodes deleted")
+    # the partition directories were renamed for deletion (removed after the delete delay)
+    assert not [d for b in cluster.brokers.values() for d in b.data_dir.glob("grow-*")
+                if d.is_dir() and not d.name.endswith("-delete")]
+
+
+def test_a_producer_auto_creates_a_topic_through_zookeeper(cluster):
+    p = Producer({"bootstrap.servers": cluster.bootstrap})
+    p.produce("auto-made", b"x")
+    assert p.flush(60) == 0
+    led = leaders(cluster, "auto-made")
+    assert list(led) == [0] and led[0] in (1, 2, 3)
+    assert cluster.admin.exists("/brokers/topics/auto-made")
+
+
 # -- groups ------------------------------------------------------------------------------------
 
 
