@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import subprocess
 import time
 
@@ -326,6 +327,27 @@ def test_sigterm_moves_leadership_off_the_broker_before_it_exits(cluster):
     assert leaders(cluster, "rf2") == {0: other}
     cluster.brokers[victim].start(timeout_s=120)
     wait_until(lambda: cluster.registered() == {1, 2, 3}, "the broker back")
+
+
+def test_a_broker_whose_zookeeper_session_expired_registers_again_and_leads_again(cluster):
+    led = wait_until(lambda: (m := leaders(cluster, "spread")) and all(b >= 0 for b in m.values()) and m,
+                     "every partition led")
+    controller, _ = cluster.controller()
+    victim = next(b for b in (1, 2, 3) if b != controller)
+    mine = sorted(p for p, b in led.items() if b == victim)
+    old_epoch = cluster.admin.exists(f"/brokers/ids/{victim}").czxid
+    proc = cluster.brokers[victim].proc
+    assert proc is not None
+    proc.send_signal(signal.SIGSTOP)  # frozen past the session timeout: ZooKeeper expires it
+    try:
+        wait_until(lambda: victim not in cluster.registered(), "the frozen broker's session to expire")
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    wait_until(lambda: victim in cluster.registered(), "the broker registered again")
+    assert cluster.admin.exists(f"/brokers/ids/{victim}").czxid > old_epoch  # a new broker epoch
+    wait_until(lambda: all(leaders(cluster, "spread").get(p) == victim for p in mine),
+               "its partitions led by it again")
+    assert "ZooKeeper session expired: re-registering broker" in cluster.brokers[victim].log_text()
 
 
 def test_brokers_reconnect_re_register_and_serve_after_zookeeper_restarts(cluster):
