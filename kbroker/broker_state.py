@@ -216,6 +216,11 @@ class BrokerState:
 
     def shutdown(self) -> None:
         self.log_manager.shutdown()
+        # the config files and the producer-id block are written on threads of their own:
+        # finish what is queued so a change made just before the stop is in the file
+        self.topic_configs.close()
+        self.dynamic_configs.close()
+        self.producer_ids.close()
 
 
 def _first_dir(dirs: list[str]) -> str:
