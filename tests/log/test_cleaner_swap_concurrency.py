@@ -117,7 +117,9 @@ def test_appends_complete_while_a_directory_fsync_of_the_compaction_swap_is_bloc
 
     assert finished, "appends waited for the blocked directory fsync"
     assert fsync_still_blocked
-    assert len(durations) == 50 and max(durations) < 0.5
+    # no wall-clock bound: the gate is never released before the appends end, so they cannot
+    # have waited for the fsync however long it takes (a bound would only measure the machine)
+    assert len(durations) == 50
     assert not committer.is_alive() and results and results[0].committed
     assert gate.cleaner_calls == 2
     assert not [f for f in os.listdir(log.dir) if f.endswith((".cleaned", ".swap"))]

@@ -66,7 +66,9 @@ def test_appends_complete_while_the_roll_time_fsync_of_the_old_segment_is_blocke
 
     assert finished, "appends waited for the blocked fsync"
     assert fsync_still_blocked
-    assert len(durations) == 50 and max(durations) < 0.5
+    # no wall-clock bound: the gate is never released before the appends end, so they cannot
+    # have waited for the fsync however long it takes (a bound would only measure the machine)
+    assert len(durations) == 50
     assert log.number_of_segments() >= 3
     assert 0 in gate.flushed  # the rolled segment was fsynced once released
     assert log.recovery_point >= rolled_at
