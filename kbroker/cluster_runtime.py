@@ -100,6 +100,7 @@ class ClusterRuntime:
         """Register this broker and start the controller runner (the listener is bound)."""
         self.state = state
         self.replicas = ReplicaManager(state, self.cache, self.zk)
+        self.replicas.on_offsets_leadership = state.groups.offsets_leadership
         host, port = state.advertised_address()
         listener = state.config.listeners[0]
         protocols = dict(item.split(":", 1) for item in

@@ -56,6 +56,7 @@ class GroupService:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
         self._partitions_fixed = False
+        self._loaded_partitions: set[int] = set()  # __consumer_offsets partitions replayed
         self._load()
 
     # ------------------------------------------------------------ the internal topic
@@ -111,26 +112,54 @@ class GroupService:
         count = 0
         if self.topic_exists():
             for index in range(self.state.topics[GROUP_METADATA_TOPIC].partitions):
-                partition = self.state.partition(GROUP_METADATA_TOPIC, index)
-                if partition is None:
-                    continue
-                offset = partition.log_start_offset
-                while offset < partition.high_watermark:
-                    data = partition.read(offset, 1 << 20, True).records
-                    if not data:
-                        break
-                    for batch in iter_batches(data):
-                        if batch.is_control:
-                            offset = batch.next_offset
-                            continue
-                        for rec in batch.records():
-                            if rec.offset >= offset and rec.key is not None:
-                                c.replay(rec.key, rec.value)
-                                count += 1
-                        offset = batch.next_offset
+                count += self._replay_partition(index)
         c.complete_load()
         if count:
             log.info("loaded %d group coordinator record(s) from %s", count, GROUP_METADATA_TOPIC)
+
+    def _replay_partition(self, index: int) -> int:
+        """Replay one local ``__consumer_offsets`` partition into the coordinator; returns
+        the number of records applied (0 when this broker has no such partition)."""
+        partition = self.state.partition(GROUP_METADATA_TOPIC, index)
+        if partition is None:
+            return 0
+        self._loaded_partitions.add(index)
+        count = 0
+        offset = partition.log_start_offset
+        while offset < partition.high_watermark:
+            data = partition.read(offset, 1 << 20, True).records
+            if not data:
+                break
+            for batch in iter_batches(data):
+                if batch.is_control:
+                    offset = batch.next_offset
+                    continue
+                for rec in batch.records():
+                    if rec.offset >= offset and rec.key is not None:
+                        self.coordinator.replay(rec.key, rec.value)
+                        count += 1
+                offset = batch.next_offset
+        return count
+
+    def offsets_leadership(self, index: int, leader: bool) -> None:
+        """Cluster mode: this broker became (or stopped being) the leader of
+        ``__consumer_offsets`` partition ``index`` (Kafka's onElection / onResignation).
+        Becoming leader of a partition not loaded yet replays it (the start-up load covers
+        the partitions held then); stopping marks it for a reload next time.  The groups it
+        holds stay in memory: ``groups`` has no per-partition unload yet."""
+        if not leader:
+            self._loaded_partitions.discard(index)
+            return
+        if index in self._loaded_partitions:
+            return
+        self.coordinator.begin_load()
+        try:
+            count = self._replay_partition(index)
+        finally:
+            self.coordinator.complete_load()
+        if count:
+            log.info("loaded %d group coordinator record(s) from %s-%d", count,
+                     GROUP_METADATA_TOPIC, index)
 
     # ------------------------------------------------------------ results
     def apply(self, result: Result) -> None:
