@@ -36,6 +36,7 @@ from kbroker.broker_state import new_cluster_id
 from kbroker.controller_runner import ControllerRunner
 from kbroker.metadata_cache import MetadataCache
 from kbroker.replica_manager import ReplicaManager
+from kbroker.topic_config_sync import ConfigChangeListener
 from kbroker.zk_client import ZkClient
 from wire.error_codes import ErrorCode
 from wire.messages import ControlledShutdownRequest
@@ -71,6 +72,7 @@ class ClusterRuntime:
             leader_imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
             auto_rebalance_interval_s=interval if config["auto.leader.rebalance.enable"] else None)
         self._registration: znodes.BrokerRegistration | None = None
+        self.configs: ConfigChangeListener | None = None
         self._session_lost = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
@@ -111,6 +113,8 @@ class ClusterRuntime:
             rack=state.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
         self.broker_epoch = await self.zk.register_broker(self._registration)
         self.zk.add_session_listener(self._on_session)
+        self.configs = ConfigChangeListener(state, self.zk)
+        await self.configs.start()
         self.runner.start()
 
     # -- session -------------------------------------------------------------------------
@@ -146,6 +150,8 @@ class ClusterRuntime:
                 log.warning("re-registering broker %d failed (%r); retrying", self.broker_id, e)
                 await asyncio.sleep(1.0)
         self.runner.session_renewed()
+        if self.configs is not None:
+            self._spawn(self.configs.start())  # the new session has none of our watches
 
     # -- queries -------------------------------------------------------------------------
 
@@ -221,4 +227,6 @@ class ClusterRuntime:
         for task in list(self._tasks):
             task.cancel()
         await self.runner.stop()
+        if self.configs is not None:
+            self.configs.stop()
         await self.zk.close()

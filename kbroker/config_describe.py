@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbroker.config import KEYS
 from kbroker.dynamic_broker_configs import DYNAMIC_CONFIGS, broker_config_synonyms
+from kbroker.topic_config_sync import topic_exists
 from log.config import INT_CONFIGS, SERVER_SYNONYMS
 from wire.error_codes import ErrorCode
 from wire.messages import DescribeConfigsResponse
@@ -95,7 +96,7 @@ def _entry(name: str, value: str | None, synonyms: list[Synonym], type_: str, re
 
 def describe_topic(state: BrokerState, topic: str, keys: list[str] | None,
                    include_synonyms: bool) -> list[Entry]:
-    if topic not in state.topics:
+    if not topic_exists(state, topic):   # cluster mode: any topic of the cluster
         raise DescribeError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     overrides = state.topic_configs.overrides_of(topic)
     effective = state.topic_configs.config_for(topic).to_properties()

@@ -24,11 +24,13 @@ kbroker/dynamic_broker_configs.py).
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Awaitable
 from concurrent.futures import Future
 from typing import Any
 
+from kbroker import topic_config_sync
 from kbroker.config import KEYS, ConfigError
 from kbroker.config_describe import (
     RESOURCE_BROKER,
@@ -63,8 +65,23 @@ class AlterError(Exception):
         self.message = message
 
 
+async def _after_refresh(ctx: RequestContext, resources: list[Any], answer: Any) -> Any:
+    """Cluster mode: refresh the named topics' configs from ZooKeeper first
+    (kbroker/topic_config_sync.py), then answer as a single broker would."""
+    await topic_config_sync.refresh(ctx.broker, [r.resource_name for r in resources
+                                                 if r.resource_type == RESOURCE_TOPIC])
+    result = answer()
+    return await result if inspect.isawaitable(result) else result
+
+
 @REGISTRY.register(32, 1, 4)
 def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    if getattr(ctx.broker, "cluster", None) is not None:
+        return _after_refresh(ctx, req.resources, lambda: _describe_configs(ctx, req))  # type: ignore[return-value]
+    return _describe_configs(ctx, req)
+
+
+def _describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
     return DescribeConfigsResponse(throttle_time_ms=0, results=[
         describe(ctx.broker, r.resource_type, r.resource_name, r.configuration_keys, req.include_synonyms)
         for r in req.resources])
@@ -73,6 +90,13 @@ def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) ->
 @REGISTRY.register(33, 0, 2)
 def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest
                          ) -> AlterConfigsResponse | Awaitable[AlterConfigsResponse]:
+    if getattr(ctx.broker, "cluster", None) is not None:
+        return _after_refresh(ctx, req.resources, lambda: _alter_configs(ctx, req))
+    return _alter_configs(ctx, req)
+
+
+def _alter_configs(ctx: RequestContext, req: AlterConfigsRequest
+                   ) -> AlterConfigsResponse | Awaitable[AlterConfigsResponse]:
     def ops(resource: Any) -> list[tuple[str, int, str | None]]:
         return [(c.name, SET, c.value) for c in resource.configs]
 
@@ -85,6 +109,13 @@ def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest
 @REGISTRY.register(44, 0, 1)
 def handle_incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
                                      ) -> IncrementalAlterConfigsResponse | Awaitable[IncrementalAlterConfigsResponse]:
+    if getattr(ctx.broker, "cluster", None) is not None:
+        return _after_refresh(ctx, req.resources, lambda: _incremental_alter_configs(ctx, req))
+    return _incremental_alter_configs(ctx, req)
+
+
+def _incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
+                               ) -> IncrementalAlterConfigsResponse | Awaitable[IncrementalAlterConfigsResponse]:
     def ops(resource: Any) -> list[tuple[str, int, str | None]]:
         return [(c.name, c.config_operation, c.value) for c in resource.configs]
 
@@ -114,6 +145,8 @@ def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, ops_o
                 _alter_topic(ctx, r.resource_name, ops, replace, validate_only)
                 if not validate_only:
                     stored.append(ctx.broker.topic_configs.durable())
+                    if getattr(ctx.broker, "cluster", None) is not None:   # ZooKeeper + notification
+                        stored.append(topic_config_sync.publish(ctx.broker, r.resource_name))
             elif r.resource_type == RESOURCE_BROKER:
                 _alter_broker(ctx, r.resource_name, ops, replace, validate_only)
                 if not validate_only:
@@ -176,10 +209,10 @@ def _alter_topic(ctx: RequestContext, topic: str, ops: list[tuple[str, int, str 
         raise AlterError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {e.args[0]}") from None
     except ValueError as e:
         raise AlterError(ErrorCode.INVALID_CONFIG, str(e)) from None
-    if topic not in state.topics:
+    if not topic_config_sync.topic_exists(state, topic):
         raise AlterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
     if not validate_only:
-        state.set_topic_overrides(topic, props)
+        topic_config_sync.mirror(state, topic, props)
 
 
 def _alter_broker(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]],

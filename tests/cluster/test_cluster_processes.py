@@ -217,6 +217,36 @@ def test_create_partitions_adds_led_partitions_and_delete_topics_removes_the_top
                 if d.is_dir() and not d.name.endswith("-delete")]
 
 
+def test_a_topic_config_altered_on_any_broker_reaches_every_broker_through_zookeeper(cluster):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    create_topic(cluster, "conf", 1, assignment=[[1]])
+    entry = ConfigEntry("retention.ms", "123456",
+                        incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "conf", incremental_configs=[entry])
+    client = AdminClient({"bootstrap.servers": cluster.brokers[3].bootstrap})  # holds no replica
+    for f in client.incremental_alter_configs([resource], request_timeout=60).values():
+        f.result(60)
+    data, _ = cluster.admin.get("/config/topics/conf")
+    assert data == b'{"version":1,"config":{"retention.ms":"123456"}}'
+    notes = cluster.admin.get_children("/config/changes")
+    assert any(cluster.admin.get(f"/config/changes/{n}")[0] == b'{"version":2,"entity_path":"topics/conf"}'
+               for n in notes)
+
+    def retention_on(broker_id: int) -> str:
+        a = AdminClient({"bootstrap.servers": cluster.brokers[broker_id].bootstrap})
+        described = a.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "conf")],
+                                       request_timeout=30)
+        (cfg,) = [f.result(30) for f in described.values()]
+        return cfg["retention.ms"].value
+
+    for broker_id in (1, 2, 3):
+        wait_until(lambda b=broker_id: retention_on(b) == "123456", f"broker {broker_id} to describe it")
+    # the broker holding the partition applied it to its log (its local mirror says so)
+    wait_until(lambda: "123456" in (cluster.brokers[1].data_dir / "kbroker-topic-configs.json").read_text(),
+               "the leader's local mirror")
+
+
 def test_a_producer_auto_creates_a_topic_through_zookeeper(cluster):
     p = Producer({"bootstrap.servers": cluster.bootstrap})
     p.produce("auto-made", b"x")
