@@ -115,6 +115,22 @@ def test_kcat_and_the_python_clients_see_three_brokers_and_the_controller(cluste
     assert asyncio.run(aio()) == ([1, 2, 3], controller)
 
 
+KAFKA_JARS = ROOT / "bench" / "kafka" / "jars"
+
+
+@pytest.mark.skipif(not any(KAFKA_JARS.glob("kafka-clients-*.jar")),
+                    reason="Kafka's Java client jars come with `make kafka-jars` (bench/kafka/jars)")
+def test_the_java_admin_client_sees_three_brokers_and_the_controller(cluster):
+    controller, _ = cluster.controller()
+    done = subprocess.run(["java", "-cp", f"{KAFKA_JARS}/*", str(ROOT / "tests/cluster/java/DescribeCluster.java"),
+                           cluster.brokers[2].bootstrap], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert sorted(line for line in lines if line.startswith("broker ")) == [
+        f"broker {i} 127.0.0.1:{cluster.brokers[i].port}" for i in (1, 2, 3)]
+    assert f"controller {controller}" in lines
+
+
 # -- topics, routing, produce and consume -----------------------------------------------------
 
 
