@@ -81,6 +81,7 @@ class ClusterRuntime:
 
     async def connect(self) -> str:
         """Open the session, create the top-level paths, return the cluster id."""
+        await self._create_chroot()
         await self.zk.start()
         for path in znodes.PERSISTENT_PATHS:
             await self.zk.ensure_path(path)
@@ -97,6 +98,21 @@ class ClusterRuntime:
                 data, _ = await self.zk.get(znodes.CLUSTER_ID_PATH)
                 self.cluster_id = znodes.decode_cluster_id(data)
         return self.cluster_id
+
+    async def _create_chroot(self) -> None:
+        """``zookeeper.connect=h1:2181,h2:2181/kbroker``: create ``/kbroker`` if missing, on
+        a session without the chroot (KafkaServer.initZkClient does the same)."""
+        connect = self.config["zookeeper.connect"]
+        hosts, slash, chroot = connect.partition("/")
+        if not slash or not chroot.strip("/"):
+            return
+        bare = ZkClient(hosts, self.config["zookeeper.session.timeout.ms"],
+                        self.config["zookeeper.connection.timeout.ms"])
+        await bare.start()
+        try:
+            await bare.ensure_path("/" + chroot.strip("/"))
+        finally:
+            await bare.close()
 
     async def start(self, state: BrokerState) -> None:
         """Register this broker and start the controller runner (the listener is bound)."""

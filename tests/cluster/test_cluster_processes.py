@@ -16,6 +16,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
 
 from kbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
@@ -407,6 +408,33 @@ def test_brokers_reconnect_re_register_and_serve_after_zookeeper_restarts(cluste
 
 
 # -- bad input ---------------------------------------------------------------------------------
+
+
+def test_a_lone_broker_in_a_new_chroot_refuses_to_create_the_offsets_topic_below_its_replication_factor(
+        zookeeper, tmp_path):
+    lone = BrokerProcess(tmp_path / "lone", overrides={
+        "broker.id": "1", "zookeeper.connect": f"{zookeeper.connect_string}/lone/cluster",
+        "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS)})  # offsets.topic.replication.factor=3
+    lone.start(timeout_s=120)
+    try:
+        zk = KazooClient(hosts=zookeeper.connect_string)
+        zk.start(30)
+        try:
+            assert zk.get_children("/lone/cluster/brokers/ids") == ["1"]  # the chroot was created
+        finally:
+            zk.stop()
+            zk.close()
+        req = FindCoordinatorRequest(key="g", key_type=0, coordinator_keys=[])
+        # until the controller's first UpdateMetadata the broker counts 0 alive brokers
+        resp = wait_until(lambda: (r := asyncio.run(send_once("127.0.0.1", lone.port, req, 3, "test")))
+                          and "'1'" in (r.error_message or "") and r, "the broker to count itself")
+        assert resp.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert resp.error_message == (
+            "Number of alive brokers '1' does not meet the required replication factor '3' for the "
+            "offsets topic (configured via 'offsets.topic.replication.factor'). This error can be "
+            "ignored if the cluster is starting up and not all brokers are up yet.")
+    finally:
+        lone.kill()
 
 
 def _run_to_exit(b: BrokerProcess, timeout_s: float = 120) -> tuple[int, str]:
