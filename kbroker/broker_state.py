@@ -2,7 +2,9 @@
 
 Topics are the partition directories found in ``log.dirs`` at start-up (the way a Kafka
 log dir records them) plus those created since; config overrides live in
-kbroker/topic_configs.py.  Every partition is led by this broker at epoch 0.  The
+kbroker/topic_configs.py.  Single node: every partition is led by this broker.  Cluster
+mode (``cluster``, kbroker/cluster_runtime.py): the controller's LeaderAndIsr decide which
+partitions exist here and which this broker leads (kbroker/replica_manager.py).  The
 cluster id comes from ``meta.properties`` (written on first start: empty log dirs are
 formatted on demand, no ``kafka-storage format`` step).  Start-up first runs
 ``log.log_dir_checks``: a dir that cannot be created, read or written, another node's or

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from cluster import znodes
 from cluster.coordination import NoNodeError
+from kbroker.broker_state import TopicInfo
 from kbroker.topic_names import GROUP_METADATA_TOPIC, is_internal
 from wire.error_codes import ErrorCode
 
@@ -76,8 +77,6 @@ class ReplicaManager:
         if overrides != state.topic_configs.overrides_of(topic):
             # ZooKeeper's /config/topics/<t> is the truth; the local file mirrors it
             state.topic_configs.set(topic, overrides)
-        from kbroker.broker_state import TopicInfo  # noqa: PLC0415 - a cycle at import time
-
         self._topics_read.add(topic)
         info = state.topics.get(topic)
         if info is None:
