@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -116,14 +117,21 @@ def test_kcat_and_the_python_clients_see_three_brokers_and_the_controller(cluste
     assert asyncio.run(aio()) == ([1, 2, 3], controller)
 
 
-KAFKA_JARS = ROOT / "bench" / "kafka" / "jars"
+def java_client_classpath() -> str:
+    """Kafka's Java client as `make test` already has it: kafka-clients from spark_it/jars
+    (`make spark-jars`, the version Spark's connector names) and slf4j-api from pyspark's own
+    jars (kafka-clients' one required runtime dependency for an AdminClient)."""
+    import pyspark
+
+    clients = sorted((ROOT / "spark_it" / "jars").glob("kafka-clients-*.jar"))
+    slf4j = sorted((Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar"))
+    assert clients and slf4j, "run `make spark-jars` (make test does) for kafka-clients"
+    return ":".join(str(p) for p in (clients[-1], slf4j[-1]))
 
 
-@pytest.mark.skipif(not any(KAFKA_JARS.glob("kafka-clients-*.jar")),
-                    reason="Kafka's Java client jars come with `make kafka-jars` (bench/kafka/jars)")
 def test_the_java_admin_client_sees_three_brokers_and_the_controller(cluster):
     controller, _ = cluster.controller()
-    done = subprocess.run(["java", "-cp", f"{KAFKA_JARS}/*", str(ROOT / "tests/cluster/java/DescribeCluster.java"),
+    done = subprocess.run(["java", "-cp", java_client_classpath(), str(ROOT / "tests/cluster/java/DescribeCluster.java"),
                            cluster.brokers[2].bootstrap], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
