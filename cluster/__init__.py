@@ -40,8 +40,9 @@ operator expects.  This package holds everything about it that can be decided wi
   ``topic_deletion``; the context is updated as each write is decided and any failed write
   makes the controller resign, so it never outlives a write ZooKeeper refused.
   ``controller.zk_io`` executes a write and reads the cluster over the coordination port,
-  for the runner in kbroker and for tests on ``fake_store``.  Not yet: partition
-  reassignment, AlterPartition, log-dir failures.
+  for the runner in kbroker and for tests on ``fake_store``.  ``controller.alter_partition``
+  commits leaders' ISR changes (AlterPartition, KIP-497).  Not yet: partition
+  reassignment, log-dir failures.
 
 Rules
 -----

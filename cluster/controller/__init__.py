@@ -16,6 +16,7 @@ from cluster.controller.commands import (
 from cluster.controller.config import ControllerConfig
 from cluster.controller.context import ControllerContext, PartitionState, ReplicaState
 from cluster.controller.events import (
+    AlterPartition,
     AutoLeaderRebalance,
     BecameController,
     BrokerChange,
@@ -35,6 +36,7 @@ from cluster.controller.fencing import ControllerElection, election_ops, fenced
 from cluster.controller.kafka_controller import Controller
 
 __all__ = [
+    "AlterPartition",
     "AutoLeaderRebalance",
     "BecameController",
     "BrokerChange",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cluster.coordination import CoordinationError, Op
+from wire.messages import AlterPartitionResponse
 
 __all__ = [
     "BrokerRequest",
@@ -84,3 +85,5 @@ class ControllerOutput:
     resigned: bool = False
     controlled_shutdown: ControlledShutdownResult | None = None
     elections: dict[TopicPartition, ElectionOutcome] | None = None
+    # The AlterPartition answer: to send only if every write succeeded (else NOT_CONTROLLER).
+    alter_partition: AlterPartitionResponse | None = None

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from cluster.metadata_image import BrokerInfo
 from cluster.znodes import PartitionState as PartitionStateZnode
 from cluster.znodes import TopicAssignment
+from wire.messages import AlterPartitionRequest
 
 __all__ = [
+    "AlterPartition",
     "AutoLeaderRebalance",
     "BecameController",
     "BrokerChange",
@@ -125,6 +127,15 @@ class ReplicaLeaderElection:
 
 
 @dataclass(frozen=True, slots=True)
+class AlterPartition:
+    """A leader's AlterPartition request (decoded at ``version``), to validate and commit
+    (``cluster.controller.alter_partition``)."""
+
+    request: AlterPartitionRequest
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
 class AutoLeaderRebalance:
     """The ``leader.imbalance.check.interval.seconds`` tick (``AutoPreferredReplicaLeaderElection``)."""
 
@@ -152,5 +163,5 @@ class Resign:
 Event = (
     BecameController | BrokerChange | TopicChange | PartitionModifications | TopicDeletion
     | TopicDeletionStopReplicaResult | ControlledShutdown | ReplicaLeaderElection
-    | AutoLeaderRebalance | ZkWriteResult | Resign
+    | AutoLeaderRebalance | AlterPartition | ZkWriteResult | Resign
 )

@@ -25,9 +25,10 @@ What each event does (the Kafka method it ports):
 * ``ControlledShutdown`` (``doControlledShutdown``), ``ReplicaLeaderElection``
   (``processReplicaLeaderElection``), ``AutoLeaderRebalance``
   (``checkAndTriggerAutoLeaderRebalance``).
+* ``AlterPartition`` (``processAlterPartition``): a leader's ISR change, validated and
+  written (``alter_partition``).
 
-Not ported yet: partition reassignment, AlterPartition (ISR changes by leaders), log dir
-failures, broker feature checks and the per-broker ``/brokers/ids/<id>`` modification
+Not ported yet: partition reassignment, log dir failures, broker feature checks and the per-broker ``/brokers/ids/<id>`` modification
 handler.
 """
 
@@ -38,6 +39,7 @@ from collections.abc import Iterable, Mapping
 
 from cluster import znodes
 from cluster.controller import topic_deletion
+from cluster.controller.alter_partition import alter_partitions, not_controller_response
 from cluster.controller.commands import (
     ControlledShutdownResult,
     ControllerOutput,
@@ -53,6 +55,7 @@ from cluster.controller.context import (
     TopicPartition,
 )
 from cluster.controller.events import (
+    AlterPartition,
     AutoLeaderRebalance,
     BecameController,
     BrokerChange,
@@ -126,6 +129,8 @@ class Controller:
             step.out.elections = self._replica_leader_election(step, event)
         elif isinstance(event, AutoLeaderRebalance):
             self._auto_rebalance(step)
+        elif isinstance(event, AlterPartition):
+            step.out.alter_partition = alter_partitions(step, event.request, event.version)
         else:  # pragma: no cover - Event is closed
             raise TypeError(f"unknown controller event {event!r}")
         return step.output()
@@ -139,6 +144,8 @@ class Controller:
                 "Aborting controlled shutdown")
         elif isinstance(event, ReplicaLeaderElection) and event.partitions is not None:
             out.elections = {tp: ElectionOutcome(ErrorCode.NOT_CONTROLLER) for tp in event.partitions}
+        elif isinstance(event, AlterPartition):
+            out.alter_partition = not_controller_response()
         return out
 
     # -- failover ------------------------------------------------------------------------
