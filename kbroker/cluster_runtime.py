@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from cluster import znodes
 from cluster.coordination import CoordinationError, NodeExistsError, NoNodeError, SessionState
 from cluster.metadata_image import BrokerInfo
+from kbroker.alter_partition_manager import AlterPartitionManager
 from kbroker.broker_channel import send_once
 from kbroker.broker_state import new_cluster_id
 from kbroker.controller_runner import ControllerRunner
@@ -39,7 +40,7 @@ from kbroker.replica_manager import ReplicaManager
 from kbroker.topic_config_sync import ConfigChangeListener
 from kbroker.zk_client import ZkClient
 from wire.error_codes import ErrorCode
-from wire.messages import ControlledShutdownRequest
+from wire.messages import AlterPartitionRequest, AlterPartitionResponse, ControlledShutdownRequest
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -58,7 +59,7 @@ class ClusterRuntime:
         self.broker_id = config.node_id
         self.zk = ZkClient(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"],
                            config["zookeeper.connection.timeout.ms"])
-        self.cache = MetadataCache()
+        self.cache = MetadataCache(self.broker_id)
         self.cluster_id: str | None = None
         self.broker_epoch = -1
         self.state: BrokerState | None = None
@@ -72,6 +73,11 @@ class ClusterRuntime:
             leader_imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
             auto_rebalance_interval_s=interval if config["auto.leader.rebalance.enable"] else None)
         self._registration: znodes.BrokerRegistration | None = None
+        # Leaders' ISR changes to the controller (AlterPartition, KIP-497).
+        self.alter_partitions = AlterPartitionManager(
+            self.broker_id, lambda: self.broker_epoch, self._send_alter_partition,
+            topic_id=lambda t: None if (info := self.cache.topic(t)) is None else info.topic_id,
+            epoch_of=self._known_broker_epoch)
         self.configs: ConfigChangeListener | None = None
         self._session_lost = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -117,6 +123,7 @@ class ClusterRuntime:
     async def start(self, state: BrokerState) -> None:
         """Register this broker and start the controller runner (the listener is bound)."""
         self.state = state
+        self.cache.min_insync_replicas = lambda topic: state.topic_configs.config_for(topic).min_insync_replicas
         self.replicas = ReplicaManager(state, self.cache, self.zk)
         self.replicas.on_offsets_leadership = state.groups.offsets_leadership
         host, port = state.advertised_address()
@@ -188,6 +195,42 @@ class ClusterRuntime:
             return [ctx.brokers[b] for b in sorted(ctx.live_broker_ids())]
         return self.cache.live_brokers()
 
+    # -- AlterPartition transport -------------------------------------------------------
+
+    def _known_broker_epoch(self, broker_id: int) -> int:
+        """A broker's epoch (registration czxid) where this broker knows it, else -1: its own,
+        or any while it is the controller (a ZooKeeper-mode UpdateMetadata carries none)."""
+        if broker_id == self.broker_id:
+            return self.broker_epoch
+        ctx = self.runner.controller.context
+        return -1 if ctx is None else ctx.broker_epoch(broker_id)
+
+    async def _send_alter_partition(self, req: AlterPartitionRequest, version: int) -> AlterPartitionResponse:
+        """To the active controller: our own runner, or over the inter-broker listener.
+        Raises ConnectionError while no controller is known (the manager retries)."""
+        controller = self.controller_id
+        if controller < 0:
+            try:
+                data, _ = await self.zk.get(znodes.CONTROLLER_PATH)
+            except CoordinationError as e:  # NoNode: none elected; or ZooKeeper unreachable
+                raise ConnectionError(f"no controller known ({e!r})") from None
+            controller = znodes.decode_controller(data)
+        if controller == self.broker_id:
+            if not await self.runner.wait_ready(30.0):
+                return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER, topics=[])
+            return await self.runner.alter_partition(req, version)
+        info = self.cache.broker(controller)
+        endpoint = None if info is None else (
+            info.endpoint(self.inter_broker_listener) or (info.endpoints[0] if info.endpoints else None))
+        if endpoint is None:
+            try:
+                data, _ = await self.zk.get(znodes.broker_path(controller))
+            except CoordinationError as e:
+                raise ConnectionError(f"controller {controller} not reachable ({e!r})") from None
+            endpoint = znodes.decode_broker(controller, data).endpoints[0]
+        return await send_once(endpoint.host or "localhost", endpoint.port, req, version,
+                               f"broker-{self.broker_id}-alter-partition")
+
     # -- shutdown ------------------------------------------------------------------------
 
     async def controlled_shutdown(self) -> bool:
@@ -242,6 +285,7 @@ class ClusterRuntime:
         self.shutting_down = True
         for task in list(self._tasks):
             task.cancel()
+        self.alter_partitions.close()
         await self.runner.stop()
         if self.configs is not None:
             self.configs.stop()

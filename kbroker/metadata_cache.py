@@ -12,7 +12,14 @@ Fed only by the controller's requests (kbroker/handlers/inter_broker.py):
   LeaderAndIsr), the replica manager (``kbroker/replica_manager.py``) does.
 
 Readers: Metadata, DescribeCluster, FindCoordinator and request routing (is this broker
-the leader of a partition).  ``changed`` is an asyncio condition-like event: waiters (a
+the leader of a partition).
+
+Health: for the partitions this broker leads, a WARN line each time a partition becomes
+or stops being under-replicated (ISR smaller than the replicas) or under min ISR (ISR
+smaller than min(``min.insync.replicas``, replication factor), Kafka's ``effectiveMinIsr``),
+as seen in the committed state the controller sends - once per change, not per update
+(Kafka exposes the same as the UnderReplicatedPartitions / UnderMinIsrPartitionCount
+gauges); ``under_replicated()`` / ``under_min_isr()`` list them.  ``changed`` is an asyncio condition-like event: waiters (a
 CreateTopics waiting for leaders, a DeleteTopics waiting for the topic to go) are woken
 after every update and re-check their predicate.
 """
@@ -20,6 +27,7 @@ after every update and re-check their predicate.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable
 
@@ -32,11 +40,18 @@ __all__ = ["LEADER_DURING_DELETE", "MetadataCache"]
 
 LEADER_DURING_DELETE = -2
 
+log = logging.getLogger("kbroker.metadata")
+
 
 class MetadataCache:
-    def __init__(self) -> None:
+    def __init__(self, broker_id: int = -1,
+                 min_insync_replicas: Callable[[str], int] = lambda topic: 1) -> None:
         self.image = MetadataImage()
         self._waiters: set[asyncio.Future[None]] = set()
+        self.broker_id = broker_id  # this broker: whose led partitions' health is logged
+        self.min_insync_replicas = min_insync_replicas  # a topic's min.insync.replicas
+        # (under-replicated, under min ISR) of each partition this broker leads, as last logged.
+        self._health: dict[tuple[str, int], tuple[bool, bool]] = {}
 
     # -- updates -----------------------------------------------------------------------
 
@@ -57,12 +72,15 @@ class MetadataCache:
             for p in t.partition_states:
                 if p.leader == LEADER_DURING_DELETE:
                     self._remove_partition(t.topic_name, p.partition_index)
+                    self._health.pop((t.topic_name, p.partition_index), None)
                     deleted.append((t.topic_name, p.partition_index))
                     continue
                 self._set_partition(t.topic_name, topic_id, p.partition_index, PartitionInfo(
                     replicas=tuple(p.replicas),
                     state=LeaderAndIsr(p.leader, p.leader_epoch, tuple(p.isr), 0, p.zk_version),
                     controller_epoch=p.controller_epoch))
+                self._check_health(t.topic_name, p.partition_index, p.leader, tuple(p.replicas),
+                                   tuple(p.isr))
         self._notify()
         return deleted
 
@@ -83,6 +101,39 @@ class MetadataCache:
             self.image.topics[topic] = TopicInfo(topic, old.topic_id, parts)
         else:
             del self.image.topics[topic]
+
+    def _check_health(self, topic: str, index: int, leader: int, replicas: tuple[int, ...],
+                      isr: tuple[int, ...]) -> None:
+        tp = (topic, index)
+        if leader != self.broker_id or self.broker_id < 0:
+            self._health.pop(tp, None)  # its leader watches it
+            return
+        min_isr = min(self.min_insync_replicas(topic), len(replicas))
+        now = (len(isr) < len(replicas), len(isr) < min_isr)
+        before = self._health.get(tp, (False, False))
+        self._health[tp] = now
+        if now[0] != before[0]:
+            if now[0]:
+                log.warning("partition %s-%d is under-replicated: ISR %s of replicas %s",
+                            topic, index, list(isr), list(replicas))
+            else:
+                log.warning("partition %s-%d is fully replicated again: ISR %s", topic, index,
+                            list(isr))
+        if now[1] != before[1]:
+            if now[1]:
+                log.warning("partition %s-%d is under min ISR: ISR %s is below min.insync.replicas "
+                            "%d (acks=all produce answers NOT_ENOUGH_REPLICAS)", topic, index,
+                            list(isr), min_isr)
+            else:
+                log.warning("partition %s-%d is back at min ISR: ISR %s, min.insync.replicas %d",
+                            topic, index, list(isr), min_isr)
+
+    def under_replicated(self) -> list[tuple[str, int]]:
+        """Partitions this broker leads whose ISR is smaller than their replicas."""
+        return sorted(tp for tp, (under, _) in self._health.items() if under)
+
+    def under_min_isr(self) -> list[tuple[str, int]]:
+        return sorted(tp for tp, (_, under) in self._health.items() if under)
 
     # -- queries -----------------------------------------------------------------------
 

@@ -6,8 +6,11 @@ cache (kbroker/metadata_cache.py) as Kafka's ZkMetadataCache answers them.
   last saw it (it learns of a failover there before the new controller's UpdateMetadata
   arrives), else as the cache knows it (-1 until the first UpdateMetadata).
 * Per partition: leader (-1 when its broker is not live), leader epoch, replicas, ISR,
-  offline replicas; the error is LEADER_NOT_AVAILABLE when there is no live leader
-  (Kafka's getPartitionMetadata), else NONE.  Topic ids are the real ones from the topic
+  offline replicas (assigned replicas whose broker is not live); the error is
+  LEADER_NOT_AVAILABLE when there is no live leader (Kafka's getPartitionMetadata), else
+  NONE.  v0 only (Kafka's ``errorUnavailableEndpoints = version == 0``): replicas and ISR
+  list live brokers only, and a partition with a live leader but a replica or ISR member
+  missing answers REPLICA_NOT_AVAILABLE.  Topic ids are the real ones from the topic
   znode.
 * Auto-creation (Metadata v1-3 always, v4+ when asked, ``auto.create.topics.enable``):
   the broker writes the topic znodes itself as Kafka 2.x's ZooKeeper mode did
@@ -42,13 +45,22 @@ def _describe(ctx: RequestContext, name: str, topic_ops: int) -> T:
         return T(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID,
                  topic_authorized_operations=INT_MIN)
     partitions = []
+    v0 = ctx.api_version == 0
     for index, p in sorted(info.partitions.items()):
         leader = image.leader(name, index)
+        replicas = list(p.replicas)
+        isr = list(p.state.isr) if p.state else []
+        error = ErrorCode.LEADER_NOT_AVAILABLE if leader < 0 else ErrorCode.NONE
+        if v0:
+            live_replicas = [r for r in replicas if image.is_live(r)]
+            live_isr = [r for r in isr if image.is_live(r)]
+            if leader >= 0 and (len(live_replicas) < len(replicas) or len(live_isr) < len(isr)):
+                error = ErrorCode.REPLICA_NOT_AVAILABLE
+            replicas, isr = live_replicas, live_isr
         partitions.append(P(
-            error_code=ErrorCode.LEADER_NOT_AVAILABLE if leader < 0 else ErrorCode.NONE,
-            partition_index=index, leader_id=leader,
+            error_code=error, partition_index=index, leader_id=leader,
             leader_epoch=p.state.leader_epoch if p.state is not None else -1,
-            replica_nodes=list(p.replicas), isr_nodes=list(p.state.isr) if p.state else [],
+            replica_nodes=replicas, isr_nodes=isr,
             offline_replicas=list(image.offline_replicas(name, index))))
     return T(error_code=0, name=name, topic_id=info.topic_id or ZERO_UUID, is_internal=is_internal(name),
              partitions=partitions, topic_authorized_operations=topic_ops)

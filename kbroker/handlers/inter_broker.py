@@ -1,5 +1,7 @@
 """The controller-to-broker APIs of ZooKeeper mode: LeaderAndIsr (4) v7, StopReplica (5) v4,
-UpdateMetadata (6) v8, and ControlledShutdown (7) v3 (broker to controller).
+UpdateMetadata (6) v8, and the broker-to-controller ones: ControlledShutdown (7) v3 and
+AlterPartition (56) v0-3 (a leader's ISR change, KIP-497; Kafka 3.9 serves it on the
+``zkBroker`` listener too).
 
 Served only in cluster mode, and never advertised: they live in their own registry
 (``INTER_BROKER``), which the connection consults only when the broker runs in a cluster
@@ -10,7 +12,7 @@ them would only invite clients to probe; so kbroker keeps them off the client-fa
 Authorization (Kafka checks CLUSTER_ACTION on the Cluster resource, which without an
 authorizer every principal has).  There is no authorizer here, so the check is on what a
 broker can prove and a client cannot know: the sender must name a broker registered in
-ZooKeeper (``controller_id``, or ``broker_id`` for ControlledShutdown; the image of live
+ZooKeeper (``controller_id``, or ``broker_id`` for ControlledShutdown and AlterPartition; the image of live
 brokers first, then ``/brokers/ids/<id>`` itself, since the first UpdateMetadata arrives
 before the cache knows anyone), else CLUSTER_AUTHORIZATION_FAILED.  Then Kafka's own
 fencing: a controller epoch older than the newest this broker has seen is
@@ -29,6 +31,8 @@ from kbroker.registry import INTER_BROKER
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     LeaderAndIsrRequest,
@@ -120,3 +124,24 @@ async def handle_controlled_shutdown(ctx: RequestContext, req: ControlledShutdow
     result = await cluster.runner.controlled_shutdown(req.broker_id, req.broker_epoch)
     return ControlledShutdownResponse(error_code=result.error_code, remaining_partitions=[
         RemainingPartition(topic_name=t, partition_index=p) for t, p in result.remaining_partitions])
+
+
+# How long an AlterPartition waits for this broker's controller failover to finish (it has
+# won /controller and is reading the cluster) before answering NOT_CONTROLLER; Kafka's
+# request would sit in the controller's queue behind the failover event the same way.
+ALTER_PARTITION_FAILOVER_WAIT_S = 30.0
+
+
+@INTER_BROKER.register(56, 0, 3)
+async def handle_alter_partition(ctx: RequestContext, req: AlterPartitionRequest) -> AlterPartitionResponse:
+    """``KafkaApis.handleAlterPartitionRequest`` (ZooKeeper mode): CLUSTER_ACTION (here: a
+    registered broker), then the controller's event queue answers (``processAlterPartition``,
+    cluster/controller/alter_partition.py); a broker that is not the controller answers
+    NOT_CONTROLLER at the top level."""
+    cluster = ctx.broker.cluster
+    assert cluster is not None
+    if not await _is_registered_broker(ctx, req.broker_id):
+        return AlterPartitionResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[])
+    if not await cluster.runner.wait_ready(ALTER_PARTITION_FAILOVER_WAIT_S):
+        return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER, topics=[])
+    return await cluster.runner.alter_partition(req, ctx.api_version)
