@@ -6,6 +6,9 @@
 * :func:`read_cluster` reads what ``BecameController`` carries (``/brokers/ids``, every
   topic znode and partition state znode, ``/admin/delete_topics``,
   ``/admin/preferred_replica_election``), as ``onControllerFailover`` reads it.
+* :func:`read_unclean_overrides`: the topics whose ``/config/topics/<t>`` sets
+  ``unclean.leader.election.enable`` (Kafka's controller reads the topic configs of the
+  partitions it elects for, ``collectUncleanLeaderElectionState``).
 
 Both only await the port (``cluster.coordination.Coordination``); the runner in kbroker
 calls them on its event loop, tests on the in-memory ``fake_store``.
@@ -20,7 +23,7 @@ from cluster.controller.fencing import fenced
 from cluster.coordination import Coordination, CoordinationError, Delete, MultiError, NoNodeError
 from cluster.metadata_image import BrokerInfo
 
-__all__ = ["execute", "read_brokers", "read_cluster", "read_topics"]
+__all__ = ["execute", "read_brokers", "read_cluster", "read_topics", "read_unclean_overrides"]
 
 
 async def execute(store: Coordination, write: ZkWrite | ZkDeleteTree) -> ZkWriteResult:
@@ -97,3 +100,22 @@ async def read_cluster(store: Coordination, epoch: int, epoch_zk_version: int) -
         preferred = None
     return BecameController(epoch, epoch_zk_version, await read_brokers(store), topics, states,
                             to_delete, preferred)
+
+
+UNCLEAN = "unclean.leader.election.enable"
+
+
+async def read_unclean_overrides(store: Coordination, topics: list[str]) -> dict[str, bool]:
+    """``unclean.leader.election.enable`` of each of ``topics`` that overrides it (Kafka's
+    boolean parsing: "true"/"false", case-insensitive, trimmed; anything else is ignored
+    here, as the broker validated it when it was written)."""
+    out: dict[str, bool] = {}
+    for topic in topics:
+        try:
+            data, _ = await store.get(znodes.config_entity_path("topics", topic))
+        except NoNodeError:
+            continue
+        value = znodes.decode_config(data).get(UNCLEAN)
+        if value is not None and value.strip().lower() in ("true", "false"):
+            out[topic] = value.strip().lower() == "true"
+    return out
