@@ -85,6 +85,8 @@ class BrokerState:
             file_delete_delay_ms=config["log.segment.delete.delay.ms"],
             producer_state_config=ProducerStateManagerConfig(config["producer.id.expiration.ms"]),
             cleaner_config=CleanerConfig.from_properties({name: config[name] for name in CLEANER_DEFAULTS}),
+            replicated=static_config.cluster_mode,
+            high_watermark_checkpoint_ms=config["replica.high.watermark.checkpoint.interval.ms"],
         )
         if cluster_id is not None and stored_cluster_id and stored_cluster_id != cluster_id:
             raise ClusterIdMismatchError(

@@ -287,6 +287,8 @@ class ClusterRuntime:
             task.cancel()
         self.alter_partitions.close()
         await self.runner.stop()
+        if self.replicas is not None:
+            await self.replicas.stop()
         if self.configs is not None:
             self.configs.stop()
         await self.zk.close()

@@ -82,6 +82,16 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("leader.imbalance.check.interval.seconds", "long", 300, at_least=1),
     _k("leader.imbalance.per.broker.percentage", "int", 10),
     _k("num.recovery.threads.per.data.dir", "int", 2, at_least=1),
+    # ---- replication (issue 14; Kafka's ReplicationConfigs names and defaults)
+    _k("replica.lag.time.max.ms", "long", 30000, at_least=1),
+    _k("replica.fetch.wait.max.ms", "int", 500, at_least=0),
+    _k("replica.fetch.min.bytes", "int", 1, at_least=0),
+    _k("replica.fetch.max.bytes", "int", 1048576, at_least=0),
+    _k("replica.fetch.response.max.bytes", "int", 10485760, at_least=0),
+    _k("replica.fetch.backoff.ms", "int", 1000, at_least=0),
+    _k("replica.socket.timeout.ms", "int", 30000),
+    _k("num.replica.fetchers", "int", 1, at_least=1),
+    _k("replica.high.watermark.checkpoint.interval.ms", "long", 5000, at_least=1),
     # ---- topics
     _k("auto.create.topics.enable", "boolean", True),
     _k("delete.topic.enable", "boolean", True),

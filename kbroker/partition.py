@@ -8,23 +8,42 @@ carries partitionLeaderEpoch 0; for a new partition that is offset 0).  Appends 
 epoch into each batch.  The high watermark follows the log end offset
 (the Log does that when opened with ``high_watermark_follows_log_end``).  The last
 stable offset equals the high watermark until transactions exist.
+
+Cluster mode (the log is opened with ``high_watermark_follows_log_end=False``): no epoch is
+assigned at open (a follower's epochs are the leader's, copied with its batches; a leader's
+come from LeaderAndIsr).  While this broker leads, ``replication`` holds the pure
+leader-side state (cluster/partition_state.py) and this class applies its decisions: the
+HW moves after each leader append (whoever appended: ``Log.on_leader_append``) and each
+follower fetch, ``on_high_watermark`` then completes parked acks=all produces, and ISR
+changes go to ``submit_isr_change`` (the replica manager's AlterPartition path).  acks=all
+is refused with NOT_ENOUGH_REPLICAS before the append while the committed ISR is below
+min(min.insync.replicas, replication factor) (Kafka's ``appendRecordsToLeader``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from cluster.partition_state import IsrProposal, PartitionState
 from log.config import LogConfig
-from log.errors import OffsetOutOfRangeError, PolicyViolationError
+from log.errors import LogError, OffsetOutOfRangeError, PolicyViolationError
 from log.log import FetchIsolation, Log
 from log.types import LogAppendInfo
+from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kbroker.fetch_waiters import FetchWaiters
 
 LEADER_EPOCH = 0
+
+
+class NotEnoughReplicasError(LogError):
+    """acks=all while the ISR is below the effective min.insync.replicas: nothing written."""
+
+    error = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
 @dataclass(slots=True)
@@ -36,7 +55,8 @@ class ReadResult:
 
 
 class Partition:
-    __slots__ = ("topic", "index", "log", "waiters", "leader_epoch")
+    __slots__ = ("topic", "index", "log", "waiters", "leader_epoch", "replication", "on_high_watermark",
+                 "submit_isr_change")
 
     def __init__(self, topic: str, index: int, log: Log, waiters: FetchWaiters):
         self.topic = topic
@@ -45,9 +65,100 @@ class Partition:
         self.waiters = waiters
         latest = log.latest_epoch
         if latest is None:
-            log.maybe_assign_epoch_start_offset(LEADER_EPOCH, log.log_start_offset)
+            if log.high_watermark_follows_log_end:
+                log.maybe_assign_epoch_start_offset(LEADER_EPOCH, log.log_start_offset)
             latest = LEADER_EPOCH
         self.leader_epoch = latest
+        self.replication: PartitionState | None = None   # cluster mode, while leading
+        self.on_high_watermark: Callable[[], None] | None = None
+        self.submit_isr_change: Callable[[Partition, IsrProposal], None] | None = None
+
+    # -- cluster mode: leading and following ---------------------------------------------
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.log.config.min_insync_replicas
+
+    def now_ms(self) -> int:
+        return self.log.clock.milliseconds()
+
+    def make_leader(self, leader_epoch: int, partition_epoch: int, isr: list[int], replicas: list[int],
+                    local_id: int, replica_lag_time_max_ms: int) -> bool:
+        """LeaderAndIsr names this broker leader (Kafka's ``makeLeader``): a new epoch is
+        assigned its start offset (the LEO), follower states are (re)set, the HW stays
+        where it is and then moves if the ISR allows.  False when ignored (an older
+        partition epoch at the same leader epoch)."""
+        rep = self.replication
+        if rep is None:
+            rep = PartitionState(local_id, replica_lag_time_max_ms)
+        rep.replica_lag_time_max_ms = replica_lag_time_max_ms
+        if not rep.make_leader(leader_epoch, partition_epoch, isr, replicas, self.log.log_end_offset, self.now_ms()):
+            return False
+        if leader_epoch > self.leader_epoch or self.log.latest_epoch is None:
+            self.log.maybe_assign_epoch_start_offset(leader_epoch, self.log.log_end_offset)
+        self.leader_epoch = max(leader_epoch, self.leader_epoch)
+        self.replication = rep
+        self.log.on_leader_append = self.maybe_increment_high_watermark
+        self.maybe_increment_high_watermark()
+        return True
+
+    def make_follower(self, leader_epoch: int) -> None:
+        """Stop leading (Kafka's ``makeFollower``): the leader-side state goes; the HW stays
+        (the fetcher moves it, and truncation comes from the leader's DivergingEpoch)."""
+        self.replication = None
+        self.log.on_leader_append = None
+        self.leader_epoch = max(leader_epoch, self.leader_epoch)
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """Move the leader's HW as far as the ISR allows; wakes parked fetches and acks=all
+        produces when it moved."""
+        rep = self.replication
+        if rep is None:
+            return False
+        new_hw = rep.maybe_increment_hw(self.log.high_watermark, self.log.log_end_offset, self.now_ms(),
+                                        self.min_insync_replicas)
+        if new_hw is None:
+            return False
+        self.log.update_high_watermark(new_hw)
+        self.waiters.notify((self.topic, self.index))
+        if self.on_high_watermark is not None:
+            self.on_high_watermark()
+        return True
+
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int,
+                                    leader_end_offset: int) -> bool:
+        """A follower fetched from ``fetch_offset`` (the leader's LEO was ``leader_end_offset``
+        before the read): record it, maybe expand the ISR, maybe move the HW.  False when
+        this broker does not lead or ``replica_id`` is not a replica."""
+        rep = self.replication
+        if rep is None or not rep.update_follower_fetch_state(replica_id, fetch_offset, log_start_offset,
+                                                               self.now_ms(), leader_end_offset):
+            return False
+        proposal = rep.maybe_expand_isr(replica_id, self.log.high_watermark)
+        if proposal is not None:
+            if self.submit_isr_change is not None:
+                self.submit_isr_change(self, proposal)
+            else:
+                rep.clear_pending(proposal)
+        self.maybe_increment_high_watermark()
+        return True
+
+    def maybe_shrink_isr(self) -> None:
+        """Propose removing the followers that fell behind (replica.lag.time.max.ms)."""
+        rep = self.replication
+        if rep is None or self.submit_isr_change is None:
+            return
+        proposal = rep.maybe_shrink_isr(self.now_ms(), self.log.log_end_offset)
+        if proposal is not None:
+            self.submit_isr_change(self, proposal)
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:
+        """For a parked acks=all produce: (done, error); NOT_LEADER_OR_FOLLOWER once not leading."""
+        rep = self.replication
+        if rep is None:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return rep.check_enough_replicas_reach_offset(required_offset, self.log.high_watermark,
+                                                      self.min_insync_replicas)
 
     @property
     def high_watermark(self) -> int:
@@ -97,25 +208,40 @@ class Partition:
         self.log.maybe_increment_log_start_offset(target, "ClientRecordDeletion")
         return self.log.log_start_offset
 
-    def append_records_as_leader(self, records: memoryview) -> LogAppendInfo:
+    def append_records_as_leader(self, records: memoryview, required_acks: int = 1) -> LogAppendInfo:
         """Validate, assign offsets in place and append; wakes parked fetches.
         Raises log.errors.LogError subclasses (each names the Kafka error to answer)."""
+        rep = self.replication
+        if rep is not None and required_acks == -1 and rep.is_under_min_isr(self.min_insync_replicas):
+            raise NotEnoughReplicasError(
+                f"The size of the current ISR {set(rep.isr)} is insufficient to satisfy the min.isr "
+                f"requirement of {rep.effective_min_isr(self.min_insync_replicas)} for partition "
+                f"{self.topic}-{self.index}")
         info = self.log.append_as_leader(records, self.leader_epoch)
         if not info.duplicate:
             self.waiters.notify((self.topic, self.index))
         return info
 
     def read(self, fetch_offset: int, max_bytes: int, min_one_message: bool,
-             read_committed: bool = False) -> ReadResult:
-        """Whole batches from the one containing ``fetch_offset`` up to the high watermark.
-        Raises log.errors.OffsetOutOfRangeError below the log start or above the HW."""
+             read_committed: bool = False, to_log_end: bool = False) -> ReadResult:
+        """Whole batches from the one containing ``fetch_offset`` up to the high watermark
+        (``to_log_end``: up to the LEO, for a follower's fetch).  Raises
+        log.errors.OffsetOutOfRangeError below the log start or above the bound."""
         hw = self.log.high_watermark
-        if fetch_offset > hw:
+        bound = self.log.log_end_offset if to_log_end else hw
+        if fetch_offset > bound:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
-                f"but the high watermark is {hw}")
-        isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
-        if fetch_offset == hw:
+                f"but the {'log end offset' if to_log_end else 'high watermark'} is {bound}")
+        if to_log_end:
+            isolation = FetchIsolation.LOG_END
+        else:
+            isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
+        if fetch_offset == bound:
+            if fetch_offset < self.log.log_start_offset:
+                raise OffsetOutOfRangeError(
+                    f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
+                    f"but we only have log segments starting from offset: {self.log.log_start_offset}.")
             data = b""
         else:
             info = self.log.read(fetch_offset, max_bytes, isolation, min_one_message)

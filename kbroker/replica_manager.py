@@ -1,16 +1,35 @@
-"""``ReplicaManager``: this broker's replicas in cluster mode (the part of Kafka's
-``ReplicaManager`` that applies the controller's LeaderAndIsr and StopReplica).
+"""``ReplicaManager``: this broker's replicas in cluster mode (Kafka's ``ReplicaManager``:
+LeaderAndIsr, StopReplica, the ISR checks, the produce purgatory and the fetchers).
 
 * LeaderAndIsr (``becomeLeaderOrFollower``): for each partition that lists this broker as a
   replica, the topic is made known locally (its partition count and config read from
   ``/brokers/topics/<t>`` and ``/config/topics/<t>`` the first time), the log is opened or
-  created, and the partition becomes leader (at the request's leader epoch, which is
-  assigned its start offset in the leader epoch cache) or follower.  A request whose
-  leader epoch is older than the one this broker holds is refused for that partition
-  with STALE_CONTROLLER_EPOCH (Kafka's check).  Followers do not fetch yet (replication is
-  the next issue): a follower is a log that is not served.
-* StopReplica: stop leading; with ``delete_partition`` remove the log (its directory is
-  renamed ``-delete`` off the event loop, as DeleteTopics does).
+  created, and the partition becomes leader or follower.  A request whose leader epoch is
+  older than the one this broker holds is refused for that partition with
+  STALE_CONTROLLER_EPOCH (Kafka's check).
+  - *Leader* (``makeLeader``): the leader-side state (kbroker/partition.py,
+    cluster/partition_state.py) is set from the request's ISR, replicas and partition epoch
+    (ignored when the partition epoch is older at the same leader epoch); a new leader epoch
+    gets its start offset (the LEO) in the epoch cache; follower states are reset; the HW
+    stays where it is.  The partition leaves the fetchers.
+  - *Follower* (``makeFollower``): leading stops, parked acks=all produces of the partition
+    answer NOT_LEADER_OR_FOLLOWER, and the partition is (re)added to the fetcher of the new
+    leader (kbroker/replica_fetcher.py) at its LEO with its latest epoch; truncation comes
+    from the leader's DivergingEpoch.  No leader (-1): the partition is not fetched.
+  The leader's address comes from the request's ``live_leaders`` (else the metadata cache).
+  UpdateMetadata's ISR is not applied to led partitions: in ZooKeeper mode Kafka's leader
+  takes its ISR only from LeaderAndIsr and its own AlterPartition answers.
+* ISR changes: every ``replica.lag.time.max.ms / 2`` each led partition proposes dropping the
+  followers that fell behind (``maybeShrinkIsr``); a follower fetch that catches up proposes
+  adding it.  Proposals go through ``state.cluster.alter_partitions`` (AlterPartition to the
+  controller); a CommittedIsr answer is applied if it is for our leader epoch and not older,
+  an error clears the pending change (INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH: the
+  LeaderAndIsr that follows will say what is true).  Without that client, changes are not
+  made (the ISR stays as the controller last wrote it).
+* acks=all: :attr:`delayed_produce` (kbroker/delayed_produce.py), completed when a led
+  partition's HW moves, its ISR changes or its leadership moves.
+* StopReplica: stop leading and fetching; with ``delete_partition`` remove the log (its
+  directory is renamed ``-delete`` off the event loop, as DeleteTopics does).
 * Routing: :meth:`leader_error` is what Produce, Fetch and ListOffsets ask first: None when
   this broker leads the partition, else NOT_LEADER_OR_FOLLOWER (the partition exists in
   the cluster) or UNKNOWN_TOPIC_OR_PARTITION.
@@ -27,13 +46,17 @@ from typing import TYPE_CHECKING, Any
 
 from cluster import znodes
 from cluster.coordination import NoNodeError
+from cluster.partition_state import IsrProposal
 from kbroker.broker_state import TopicInfo
+from kbroker.delayed_produce import DelayedProduces
+from kbroker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from kbroker.topic_names import GROUP_METADATA_TOPIC, is_internal
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
     from kbroker.metadata_cache import MetadataCache
+    from kbroker.partition import Partition
 
 __all__ = ["ReplicaManager"]
 
@@ -49,6 +72,23 @@ class ReplicaManager:
         self.epochs: dict[tuple[str, int], int] = {}  # last leader epoch seen, led or not
         self.on_offsets_leadership: Callable[[int, bool], None] | None = None
         self._topics_read: set[str] = set()  # topics whose znodes this process has read
+        self.replica_lag_time_max_ms: int = state.config["replica.lag.time.max.ms"]
+        self.delayed_produce = DelayedProduces(self._check_produce)
+        self.fetchers = ReplicaFetcherManager(state, FetchSettings.from_config(state.node_id, state.config))
+        self.leader_endpoints: dict[int, tuple[str, int]] = {}  # from LeaderAndIsr's live_leaders
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._isr_task = asyncio.ensure_future(self._isr_expiration())
+
+    async def stop(self) -> None:
+        self._isr_task.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        await self.fetchers.close()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- routing -------------------------------------------------------------------------
 
@@ -91,6 +131,8 @@ class ReplicaManager:
         state = self.state
         me = state.node_id
         errors: dict[tuple[str, int], int] = {}
+        for leader in getattr(req, "live_leaders", None) or []:
+            self.leader_endpoints[leader.broker_id] = (leader.host_name or "localhost", leader.port)
         for t in req.topic_states:
             mine = [p for p in t.partition_states if me in p.replicas]
             for p in t.partition_states:
@@ -114,34 +156,129 @@ class ReplicaManager:
                     info = state.topics[tp[0]]
                     info.partitions = max(info.partitions, tp[1] + 1)
                 if p.leader == me:
-                    self._make_leader(partition, p.leader_epoch)
+                    self._make_leader(partition, p)
                 else:
-                    self._make_follower(tp)
+                    self._make_follower(partition, p)
                 errors[tp] = ErrorCode.NONE
         return errors
 
-    def _make_leader(self, partition: Any, epoch: int) -> None:
+    def _make_leader(self, partition: Partition, p: Any) -> None:
         tp = (partition.topic, partition.index)
         was = self.leading.get(tp)
-        self.leading[tp] = epoch
-        if epoch > partition.leader_epoch or was is None:
-            assign = getattr(partition.log, "maybe_assign_epoch_start_offset", None)
-            if assign is not None and epoch > partition.leader_epoch:
-                assign(epoch, partition.log_end_offset)
-            partition.leader_epoch = max(epoch, partition.leader_epoch)
+        self.leading[tp] = p.leader_epoch
+        self.fetchers.remove_partitions([tp])
+        partition.on_high_watermark = lambda: self.delayed_produce.try_complete(tp)
+        partition.submit_isr_change = self._submit_isr_change
+        if not partition.make_leader(p.leader_epoch, p.partition_epoch, list(p.isr), list(p.replicas),
+                                     self.state.node_id, self.replica_lag_time_max_ms):
+            log.info("%s-%d: ignoring LeaderAndIsr at partition epoch %d (ours is newer)", tp[0], tp[1],
+                     p.partition_epoch)
         if was is None:
-            log.info("broker %d leads %s-%d at leader epoch %d", self.state.node_id, tp[0], tp[1], epoch)
+            log.info("broker %d leads %s-%d at leader epoch %d, ISR %s", self.state.node_id, tp[0], tp[1],
+                     p.leader_epoch, list(p.isr))
             if tp[0] == GROUP_METADATA_TOPIC and self.on_offsets_leadership is not None:
                 self.on_offsets_leadership(tp[1], True)
-        # parked fetches of this partition re-check
+        # parked fetches and produces of this partition re-check
         self.state.fetch_waiters.notify(tp)
+        self.delayed_produce.try_complete(tp)
 
-    def _make_follower(self, tp: tuple[str, int]) -> None:
-        if self.leading.pop(tp, None) is not None:
-            log.info("broker %d follows %s-%d now", self.state.node_id, tp[0], tp[1])
+    def _stop_leading(self, tp: tuple[str, int], leader_epoch: int = -1) -> None:
+        was = self.leading.pop(tp, None) is not None
+        partition = self.state.partition(*tp)
+        if partition is not None:
+            partition.make_follower(leader_epoch)
+            partition.on_high_watermark = None
+            partition.submit_isr_change = None
+        self.delayed_produce.try_complete(tp)   # parked acks=all: NOT_LEADER_OR_FOLLOWER
+        if was:
+            log.info("broker %d no longer leads %s-%d", self.state.node_id, tp[0], tp[1])
             if tp[0] == GROUP_METADATA_TOPIC and self.on_offsets_leadership is not None:
                 self.on_offsets_leadership(tp[1], False)
-            self.state.fetch_waiters.notify(tp)
+        self.state.fetch_waiters.notify(tp)
+
+    def _make_follower(self, partition: Partition, p: Any) -> None:
+        tp = (partition.topic, partition.index)
+        self._stop_leading(tp, p.leader_epoch)
+        endpoint = self._endpoint(p.leader) if p.leader >= 0 else None
+        if endpoint is None:
+            self.fetchers.remove_partitions([tp])
+            if p.leader >= 0:
+                log.warning("%s-%d: leader %d has no known address; not fetching", tp[0], tp[1], p.leader)
+            return
+        self.fetchers.add_partition(tp, p.leader, endpoint, p.leader_epoch)
+
+    def _endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        found = self.leader_endpoints.get(broker_id)
+        if found is not None:
+            return found
+        info = self.cache.broker(broker_id)
+        if info is None or not info.endpoints:
+            return None
+        cluster = self.state.cluster
+        listener = getattr(cluster, "inter_broker_listener", None)
+        ep = (info.endpoint(listener) if listener else None) or info.endpoints[0]
+        return ep.host or "localhost", ep.port
+
+    # -- acks=all ------------------------------------------------------------------------
+
+    def _check_produce(self, tp: tuple[str, int], required_offset: int) -> tuple[bool, ErrorCode]:
+        partition = self.state.partition(*tp)
+        if partition is None or tp not in self.leading:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition.check_enough_replicas_reach_offset(required_offset)
+
+    # -- ISR changes ---------------------------------------------------------------------
+
+    async def _isr_expiration(self) -> None:
+        """Kafka's ``isr-expiration`` task: every replica.lag.time.max.ms / 2."""
+        interval = self.replica_lag_time_max_ms / 2000.0
+        while True:
+            await asyncio.sleep(interval)
+            for tp in list(self.leading):
+                partition = self.state.partition(*tp)
+                if partition is not None:
+                    try:
+                        partition.maybe_shrink_isr()
+                    except Exception:  # noqa: BLE001 - one partition must not stop the others
+                        log.exception("ISR check of %s-%d failed", *tp)
+
+    def _submit_isr_change(self, partition: Partition, proposal: IsrProposal) -> None:
+        manager = getattr(self.state.cluster, "alter_partitions", None)
+        rep = partition.replication
+        if manager is None:
+            if rep is not None:
+                rep.clear_pending(proposal)
+            return
+        log.info("%s-%d: proposing ISR %s (leader epoch %d, partition epoch %d)", partition.topic,
+                 partition.index, list(proposal.new_isr), proposal.leader_epoch, proposal.partition_epoch)
+        self._spawn(self._alter_isr(manager, partition, proposal))
+
+    async def _alter_isr(self, manager: Any, partition: Partition, proposal: IsrProposal) -> None:
+        tp = (partition.topic, partition.index)
+        try:
+            result = await manager.submit(tp[0], tp[1], proposal.leader_epoch, list(proposal.new_isr),
+                                          proposal.partition_epoch)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a failed submission clears the pending change
+            log.exception("AlterPartition for %s-%d failed", *tp)
+            result = ErrorCode.UNKNOWN_SERVER_ERROR
+        rep = partition.replication
+        if rep is None or self.state.partition(*tp) is not partition or rep.pending is None \
+                or rep.pending.proposal != proposal:
+            return  # no longer leading, or superseded by a LeaderAndIsr
+        if isinstance(result, int):
+            log.info("%s-%d: ISR change to %s refused: %s", tp[0], tp[1], list(proposal.new_isr),
+                     ErrorCode(result).name)
+            rep.clear_pending(proposal)
+        elif result.leader != self.state.node_id or not rep.apply_committed(
+                result.leader_epoch, list(result.isr), result.partition_epoch):
+            rep.clear_pending(proposal)
+        else:
+            log.info("%s-%d: ISR is now %s (partition epoch %d)", tp[0], tp[1], list(result.isr),
+                     result.partition_epoch)
+        partition.maybe_increment_high_watermark()
+        self.delayed_produce.try_complete(tp)
 
     # -- StopReplica ---------------------------------------------------------------------
 
@@ -152,7 +289,8 @@ class ReplicaManager:
         for t in req.topic_states:
             for p in t.partition_states:
                 tp = (t.topic_name, p.partition_index)
-                self._make_follower(tp)
+                self.fetchers.remove_partitions([tp])
+                self._stop_leading(tp)
                 if p.delete_partition:
                     self.epochs.pop(tp, None)
                     if state.partitions.pop(tp, None) is not None:

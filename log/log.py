@@ -3,7 +3,8 @@
 On top of ``LocalLog`` (segments, LEO, recovery point) it keeps the **log start offset**
 (first offset a client may read; moved by retention and DeleteRecords, never above the high
 watermark), the **high watermark** (single node: follows the LEO when
-``high_watermark_follows_log_end`` is set; replication will move it explicitly later), the
+``high_watermark_follows_log_end`` is set; replicated logs have it moved by the partition
+layer: the leader from its followers' progress, a follower from the leader's fetch answers), the
 **producer state** (duplicate detection and sequence checks for idempotent producers) and the
 **policies**: when to roll, what retention deletes, when to flush.
 
@@ -44,6 +45,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from enum import Enum
 
 from log.clock import Clock
@@ -104,6 +106,10 @@ class Log:
         self.log_start_offset = log_start_offset
         self.truncations = 0  # bumped by every truncation; a cleaning that saw another value aborts
         self.high_watermark_metadata = LogOffsetMetadata(log_start_offset)
+        # Called (no arguments, on the appending thread, after the lock is released) after
+        # every ``append_as_leader``: a replicated partition's leader moves its HW from there
+        # whoever appended (producers, the group coordinator).
+        self.on_leader_append: Callable[[], None] | None = None
         first = local_log.segments.first_segment_base_offset()
         self.log_start_offset = max(log_start_offset, first if first is not None else 0)
         if high_watermark_follows_log_end:
@@ -248,6 +254,8 @@ class Log:
                                                  topic_partition=self.topic_partition)
             info = self._append_validated(result, origin)
         self._maybe_flush_after_append()
+        if self.on_leader_append is not None:
+            self.on_leader_append()
         return info
 
     def append_as_follower(self, records) -> LogAppendInfo:

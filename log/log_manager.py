@@ -7,6 +7,7 @@ Directory layout of each log dir::
     <log.dir>/.kafka_cleanshutdown                present only after a clean shutdown
     <log.dir>/recovery-point-offset-checkpoint    "topic partition offset" per log
     <log.dir>/log-start-offset-checkpoint         idem
+    <log.dir>/replication-offset-checkpoint       idem, the HWs (cluster mode: ``replicated``)
     <log.dir>/cleaner-offset-checkpoint           first dirty offset of each compacted log
     <log.dir>/<topic>-<partition>/...             one Log each
     <log.dir>/<topic>-<partition>.<uuid>-delete/  a deleted partition waiting for removal
@@ -18,7 +19,8 @@ every partition directory.  Periodic work is queued on the injected ``Scheduler`
 names and intervals: ``kafka-log-retention`` (log.retention.check.interval.ms, 5 min),
 ``kafka-log-flusher`` (log.flush.scheduler.interval.ms), ``kafka-recovery-point-checkpoint``
 (log.flush.offset.checkpoint.interval.ms, 60 s), ``kafka-log-start-offset-checkpoint`` (60 s),
-``kafka-delete-logs``.  Shutdown flushes and closes every log, writes both checkpoints and then
+``kafka-delete-logs``, and in cluster mode ``highwatermark-checkpoint``
+(replica.high.watermark.checkpoint.interval.ms, 5 s).  Shutdown flushes and closes every log, writes both checkpoints and then
 the clean-shutdown marker.
 
 Compaction: with ``log.cleaner.enable`` (``CleanerConfig.enable_cleaner``), ``self.cleaner`` is
@@ -50,6 +52,7 @@ from collections.abc import Callable
 from log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
+    REPLICATION_OFFSET_CHECKPOINT_FILE,
     CleanShutdownFile,
     MetaProperties,
     OffsetCheckpointFile,
@@ -85,7 +88,8 @@ class LogManager:
                  file_delete_delay_ms: int = 60000,
                  producer_state_config: ProducerStateManagerConfig | None = None,
                  producer_id_expiration_check_ms: int = 600000,
-                 cleaner_config: CleanerConfig | None = None) -> None:
+                 cleaner_config: CleanerConfig | None = None,
+                 replicated: bool = False, high_watermark_checkpoint_ms: int = 5000) -> None:
         if not log_dirs:
             raise ValueError("log.dirs is empty")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -109,6 +113,10 @@ class LogManager:
         self.had_clean_shutdown: dict[str, bool] = {}
         self.cleaner_config = cleaner_config or CleanerConfig()
         self.cleaner: LogCleaner | None = None
+        # Cluster mode: logs do not move their HW with the LEO (replication moves it), and
+        # each log dir's replication-offset-checkpoint keeps the HWs across restarts.
+        self.replicated = replicated
+        self.high_watermark_checkpoint_ms = high_watermark_checkpoint_ms
 
     # ------------------------------------------------------------------ startup
     def startup(self) -> None:
@@ -124,6 +132,9 @@ class LogManager:
             s.schedule("PeriodicProducerExpirationCheck", self.remove_expired_producers,
                        self.producer_id_expiration_check_ms, self.producer_id_expiration_check_ms),
         ]
+        if self.replicated:
+            self._tasks.append(s.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
+                                          self.high_watermark_checkpoint_ms, self.high_watermark_checkpoint_ms))
         if self.flush_check_ms < (1 << 62):
             self._tasks.append(s.schedule("kafka-log-flusher", self.flush_dirty_logs, self.flush_check_ms, self.flush_check_ms))
 
@@ -146,6 +157,7 @@ class LogManager:
             self.had_clean_shutdown[d] = clean
             recovery_points = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT_FILE)
             start_offsets = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT_FILE)
+            high_watermarks = self._read_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT_FILE) if self.replicated else {}
             # a partition the checkpoint knows whose directory is gone: refuse, do not
             # recreate it empty (log_dir_checks.py)
             missing = missing_partition_dirs(d, set(recovery_points))
@@ -170,7 +182,11 @@ class LogManager:
                                   log_start_offset=start_offsets.get(tp, 0),
                                   recovery_point=recovery_points.get(tp, 0),
                                   had_clean_shutdown=clean,
-                                  producer_state_config=self.producer_state_config)
+                                  producer_state_config=self.producer_state_config,
+                                  high_watermark_follows_log_end=not self.replicated)
+                if self.replicated:
+                    # Kafka's ReplicaManager reads the checkpoint into each log's HW (clamped)
+                    opened.update_high_watermark(high_watermarks.get(tp, 0))
                 with self._logs_lock:
                     self.logs[tp] = opened
             # Kafka deletes the marker once the logs are loaded: a crash from now on is unclean
@@ -238,7 +254,8 @@ class LogManager:
             raise RuntimeError(f"Cannot create the log of {tp[0]}-{tp[1]}: its previous log is still being deleted")
         d = self._next_log_dir()
         log = Log.open(os.path.join(d, log_dir_name(*tp)), config or self.config_for(tp[0]), self.clock,
-                       self.scheduler, producer_state_config=self.producer_state_config)
+                       self.scheduler, producer_state_config=self.producer_state_config,
+                       high_watermark_follows_log_end=not self.replicated)
         with self._logs_lock:
             self.logs[tp] = log
         return log
@@ -342,6 +359,15 @@ class LogManager:
             with checkpoint_lock(path):  # snapshot and write together: never a stale overwrite
                 OffsetCheckpointFile(path).write({tp: log.recovery_point for tp, log in self._logs_in_dir(d).items()})
 
+    def checkpoint_high_watermarks(self) -> None:
+        """``replication-offset-checkpoint`` of every log dir (replicated logs only)."""
+        if not self.replicated:
+            return
+        for d in self.log_dirs:
+            path = os.path.join(d, REPLICATION_OFFSET_CHECKPOINT_FILE)
+            with checkpoint_lock(path):
+                OffsetCheckpointFile(path).write({tp: log.high_watermark for tp, log in self._logs_in_dir(d).items()})
+
     def checkpoint_log_start_offsets(self) -> None:
         for d in self.log_dirs:
             path = os.path.join(d, LOG_START_OFFSET_CHECKPOINT_FILE)
@@ -363,6 +389,7 @@ class LogManager:
             log.close()
         self.checkpoint_log_recovery_offsets()
         self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
         for d in self.log_dirs:
             CleanShutdownFile(d).write(broker_epoch)
         self.release_locks()

@@ -23,6 +23,20 @@
   rejects null.
 * last_stable_offset = high watermark (no transactions yet), aborted_transactions null
   for read_uncommitted and empty for read_committed, preferred_read_replica -1.
+* Replica fetches (cluster mode, ``replica_id`` >= 0; Kafka's ``Partition.fetchRecords`` for
+  a follower): only the leader answers (else NOT_LEADER_OR_FOLLOWER), and only to a replica of
+  the partition's assignment (else NOT_LEADER_OR_FOLLOWER).  With ``last_fetched_epoch``
+  (v12) the fetch is first checked against the leader epoch cache
+  (``validateFetchOffsetAndMaybeGetDivergingEpoch``): an epoch the cache cannot place, or a
+  fetch offset below the log start, is OFFSET_OUT_OF_RANGE; when our end offset for that
+  epoch is below the fetch offset or our epoch found is older, the answer is no records and
+  ``diverging_epoch`` = (epoch, end offset) for the follower to truncate to.  Otherwise the
+  read goes up to the LEO (not the HW), then the follower's state is updated with the fetch
+  offset as its LEO and the leader's LEO before the read (so appends meanwhile do not keep
+  it out of sync), the ISR may expand, the HW may move (completing parked acks=all
+  produces and waking consumer fetches).  The answer carries the HW after that update (Kafka
+  sends the one before; a follower takes min(HW, its LEO) either way, one round-trip sooner
+  here).
 * Waiting: with fewer than min_bytes and max_wait_ms > 0 the request parks until an
   append to one of its partitions or the timeout (kbroker/fetch_waiters.py); only this
   connection's later responses wait behind it.
@@ -87,6 +101,46 @@ def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, versi
         preferred_read_replica=-1, records=result.records if limit >= 0 else b"")
 
 
+def _read_replica_partition(partition: Partition, fp: FetchRequest.FetchPartition, version: int, limit: int,
+                            min_one_message: bool, replica_id: int) -> PartitionData:
+    """A follower's fetch of one partition this broker leads (see the module docstring)."""
+    epoch = fp.current_leader_epoch if version >= 9 else -1
+    if epoch >= 0 and epoch != partition.leader_epoch:
+        return _partition_error(fp.partition, ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
+                                else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    lg = partition.log
+    last_fetched = fp.last_fetched_epoch if version >= 12 else -1
+    if last_fetched >= 0:
+        found = lg.end_offset_for_epoch(last_fetched)
+        if found is None or fp.fetch_offset < lg.log_start_offset:
+            pd = _partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE)
+            pd.high_watermark, pd.log_start_offset = lg.high_watermark, lg.log_start_offset
+            pd.last_stable_offset = lg.high_watermark
+            return pd
+        found_epoch, end_offset = found
+        if found_epoch < last_fetched or end_offset < fp.fetch_offset:
+            return PartitionData(
+                partition_index=fp.partition, error_code=ErrorCode.NONE, high_watermark=lg.high_watermark,
+                last_stable_offset=lg.high_watermark, log_start_offset=lg.log_start_offset,
+                diverging_epoch=FetchResponse.EpochEndOffset(epoch=found_epoch, end_offset=end_offset),
+                aborted_transactions=None, preferred_read_replica=-1, records=b"")
+    leader_end = lg.log_end_offset
+    try:
+        result = partition.read(fp.fetch_offset, max(limit, 0), min_one_message, to_log_end=True)
+    except LogError as e:
+        pd = _partition_error(fp.partition, e.error)
+        pd.high_watermark, pd.log_start_offset = lg.high_watermark, lg.log_start_offset
+        pd.last_stable_offset = lg.high_watermark
+        return pd
+    if not partition.update_follower_fetch_state(replica_id, fp.fetch_offset, fp.log_start_offset, leader_end):
+        return _partition_error(fp.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    hw = lg.high_watermark
+    return PartitionData(
+        partition_index=fp.partition, error_code=ErrorCode.NONE, high_watermark=hw, last_stable_offset=hw,
+        log_start_offset=lg.log_start_offset, aborted_transactions=None, preferred_read_replica=-1,
+        records=result.records)
+
+
 def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, int, bool]:
     """One pass over the requested partitions (ReplicaManager.readFromLocalLog):
     (response, bytes of records, any error)."""
@@ -96,10 +150,12 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     total = 0               # record bytes in the response (min_bytes counts these)
     errors = False
     topics = []
+    replica_id = req.replica_id if ctx.api_version < 15 else req.replica_state.replica_id
+    from_follower = replica_id >= 0 and getattr(state, "cluster", None) is not None
     for topic in req.topics:
         parts = []
         for fp in topic.partitions:
-            if getattr(state, "cluster", None) is not None:   # cluster mode: only the leader serves (followers later)
+            if getattr(state, "cluster", None) is not None:   # cluster mode: only the leader serves
                 not_leader = state.cluster.replicas.leader_error(topic.topic, fp.partition)
                 if not_leader is not None:
                     parts.append(_partition_error(fp.partition, not_leader))
@@ -110,12 +166,17 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
                 parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
-            pd = _read_partition(partition, fp, ctx.api_version, min(fp.partition_max_bytes, budget),
-                                 total == 0, read_committed)
+            if from_follower:
+                pd = _read_replica_partition(partition, fp, ctx.api_version, min(fp.partition_max_bytes, budget),
+                                             total == 0, replica_id)
+            else:
+                pd = _read_partition(partition, fp, ctx.api_version, min(fp.partition_max_bytes, budget),
+                                     total == 0, read_committed)
             size = len(pd.records)
             total += size
             budget = max(0, budget - size)
-            errors = errors or pd.error_code != ErrorCode.NONE
+            # a DivergingEpoch answers at once too (Kafka's DelayedFetch completes on it)
+            errors = errors or pd.error_code != ErrorCode.NONE or (from_follower and pd.diverging_epoch.epoch >= 0)
             parts.append(pd)
         topics.append(TopicResponse(topic=topic.topic, partitions=parts))
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics), total, errors

@@ -8,6 +8,12 @@ timestamp; when there is none, offset -1 and timestamp -1 with no error (Spark r
 as "no match").  Unknown partitions UNKNOWN_TOPIC_OR_PARTITION; a partition listed twice
 INVALID_REQUEST; current_leader_epoch (v4+) checked as Fetch does; -3 below v7
 UNSUPPORTED_VERSION.
+
+Cluster mode (Kafka's ``Partition.fetchOffsetForTimestamp``): only the leader answers.  For a
+client, "latest" is OFFSET_NOT_AVAILABLE while the leader's HW is below the start offset of
+its leader epoch (a new leader whose HW has not caught up yet, KIP-207: offsets a client sees
+never go backwards across a failover), and a timestamp lookup only finds offsets below the
+HW.  A follower asking (``replica_id`` >= 0) gets the LEO for "latest", without those checks.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ def _error(index: int, code: ErrorCode) -> P:
 def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
     state = ctx.broker
     v = ctx.api_version
+    from_follower = req.replica_id >= 0 and getattr(state, "cluster", None) is not None
     counts: dict[tuple[str, int], int] = {}
     for t in req.topics:
         for p in t.partitions:
@@ -56,9 +63,16 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
                                     if epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH))
                 continue
             ts = p.timestamp
+            rep = partition.replication
             if ts == LATEST_TIMESTAMP:
-                parts.append(P(p.partition_index, 0, timestamp=-1, offset=partition.last_stable_offset
-                               if req.isolation_level == 1 else partition.high_watermark,
+                if from_follower:
+                    latest = partition.log_end_offset
+                elif rep is not None and rep.leader_epoch_start_offset > partition.high_watermark:
+                    parts.append(_error(p.partition_index, ErrorCode.OFFSET_NOT_AVAILABLE))
+                    continue
+                else:
+                    latest = partition.last_stable_offset if req.isolation_level == 1 else partition.high_watermark
+                parts.append(P(p.partition_index, 0, timestamp=-1, offset=latest,
                                leader_epoch=partition.leader_epoch))
                 continue
             if ts == EARLIEST_TIMESTAMP:
@@ -76,7 +90,8 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
             except LogError as e:
                 parts.append(_error(p.partition_index, e.error))
                 continue
-            if found is None or found.offset < 0:
+            fetchable = partition.log_end_offset if from_follower else partition.high_watermark
+            if found is None or found.offset < 0 or found.offset >= fetchable:
                 parts.append(P(p.partition_index, 0, timestamp=-1, offset=-1, leader_epoch=-1))
             else:
                 epoch_out = found.leader_epoch if found.leader_epoch is not None else partition.leader_epoch

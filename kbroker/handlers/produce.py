@@ -17,6 +17,16 @@ Kafka's RecordValidationException does; other errors carry no message (ReplicaMa
 hasCustomErrorMessage).  The records are never decoded here: the batch header
 is read in place and the frame's own bytes are patched (base offset, leader epoch) and
 written.  ``acks=0``: nothing is sent back.
+
+Cluster mode (kbroker/replica_manager.py): only the leader appends (else
+NOT_LEADER_OR_FOLLOWER).  acks=1 answers after the leader's append.  acks=-1: refused with
+NOT_ENOUGH_REPLICAS, nothing written, while the ISR is below min(min.insync.replicas,
+replication factor) (kbroker/partition.py); otherwise appended, then the request parks in
+the produce purgatory (kbroker/delayed_produce.py) until every appended partition's HW
+reaches its last offset + 1: NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
+below min ISR meanwhile, NOT_LEADER_OR_FOLLOWER when leadership moved, REQUEST_TIMED_OUT at
+the request's ``timeout_ms`` (Kafka's ``DelayedProduce``).  A partition that failed answers
+at once with its error, as in Kafka.
 """
 
 from __future__ import annotations
@@ -98,6 +108,9 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
         return _whole_request_error(req, v, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                     "Transactional Id authorization failed.")
     valid_acks = req.acks in (-1, 0, 1)
+    cluster = getattr(state, "cluster", None)
+    awaiting: dict[tuple[str, int], int] = {}   # acks=all in cluster mode: tp -> offset the HW must reach
+    answers: dict[tuple[str, int], PartitionResponse] = {}
     topics = []
     for topic in req.topic_data:
         partitions = []
@@ -112,8 +125,8 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
             if code:
                 partitions.append(_error(pd.index, code))
                 continue
-            if getattr(state, "cluster", None) is not None:   # cluster mode: only the leader appends
-                not_leader = state.cluster.replicas.leader_error(topic.name, pd.index)
+            if cluster is not None:   # cluster mode: only the leader appends
+                not_leader = cluster.replicas.leader_error(topic.name, pd.index)
                 if not_leader is not None:
                     partitions.append(_error(pd.index, not_leader))
                     continue
@@ -125,7 +138,10 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                 partitions.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION))
                 continue
             try:
-                info = partition.append_records_as_leader(pd.records)  # type: ignore[arg-type]
+                if cluster is not None:   # the min ISR check needs the acks
+                    info = partition.append_records_as_leader(pd.records, req.acks)  # type: ignore[arg-type]
+                else:
+                    info = partition.append_records_as_leader(pd.records)  # type: ignore[arg-type]
             except LogError as e:
                 resp = _error(pd.index, e.error)
                 if v >= 8 and e.record_errors:
@@ -137,10 +153,28 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                         for r in e.record_errors]
                 partitions.append(resp)
                 continue
-            partitions.append(PartitionResponse(
+            answer = PartitionResponse(
                 index=pd.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
-                log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset))
+                log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
+            partitions.append(answer)
+            if cluster is not None and req.acks == -1:
+                awaiting[(topic.name, pd.index)] = info.last_offset + 1
+                answers[(topic.name, pd.index)] = answer
         topics.append(ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions))
     if req.acks == 0:
         return NO_RESPONSE
-    return ProduceResponse(responses=topics, throttle_time_ms=0)
+    response = ProduceResponse(responses=topics, throttle_time_ms=0)
+    if awaiting:
+        return _await_replication(cluster, response, awaiting, answers, req.timeout_ms)
+    return response
+
+
+async def _await_replication(cluster: object, response: ProduceResponse, awaiting: dict[tuple[str, int], int],
+                             answers: dict[tuple[str, int], PartitionResponse], timeout_ms: int) -> ProduceResponse:
+    """acks=all: park until the ISR has the records (Kafka's DelayedProduce); a partition
+    that did not make it keeps its offsets and gets the purgatory's error."""
+    results = await cluster.replicas.delayed_produce.wait(awaiting, timeout_ms)  # type: ignore[attr-defined]
+    for tp, code in results.items():
+        if code != ErrorCode.NONE:
+            answers[tp].error_code = code
+    return response
