@@ -40,12 +40,20 @@ def wait_until(check: Callable[[], T], what: str, timeout_s: float = DEADLINE_S)
 
 
 class Cluster:
-    def __init__(self, root: Path, zk: ZooKeeperProcess, size: int = 3, **overrides: str) -> None:
+    def __init__(self, root: Path, zk: ZooKeeperProcess, size: int = 3,
+                 make_broker: Callable[[int, Path, dict[str, str]], BrokerProcess] | None = None,
+                 run_in: Callable[[Callable[[], object]], object] | None = None, **overrides: str) -> None:
+        """``make_broker(id, data_dir, overrides)`` builds each broker process (default: a
+        BrokerProcess on 127.0.0.1; tests/cluster/replication_harness.py's NetnsBroker runs one
+        inside a network namespace); ``run_in(fn)`` runs ``fn`` where the test's ZooKeeper client
+        must live (e.g. a namespace that reaches ZooKeeper), default here."""
         self.root = root
         self.zk = zk
+        self.run_in = run_in or (lambda fn: fn())
+        make_broker = make_broker or (lambda _id, data_dir, o: BrokerProcess(data_dir, overrides=o))
         self.brokers: dict[int, BrokerProcess] = {}
         for broker_id in range(1, size + 1):
-            self.brokers[broker_id] = BrokerProcess(root / f"broker-{broker_id}", overrides={
+            self.brokers[broker_id] = make_broker(broker_id, root / f"broker-{broker_id}", {
                 "broker.id": str(broker_id),
                 "zookeeper.connect": zk.connect_string,
                 "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
@@ -56,7 +64,7 @@ class Cluster:
         self.admin = KazooClient(hosts=zk.connect_string, timeout=10.0)
 
     def start(self) -> Cluster:
-        self.admin.start(30)
+        self.run_in(lambda: self.admin.start(30))  # its connection thread lives where it starts
         for b in self.brokers.values():
             b.start(timeout_s=60)
         wait_until(lambda: len(self.admin.get_children(znodes.BROKER_IDS_PATH)) == len(self.brokers),
