@@ -249,7 +249,7 @@ class ReplicaManager:
             if rep is not None:
                 rep.clear_pending(proposal)
             return
-        log.info("%s-%d: proposing ISR %s (leader epoch %d, partition epoch %d)", partition.topic,
+        log.debug("%s-%d: proposing ISR %s (leader epoch %d, partition epoch %d)", partition.topic,
                  partition.index, list(proposal.new_isr), proposal.leader_epoch, proposal.partition_epoch)
         self._spawn(self._alter_isr(manager, partition, proposal))
 
@@ -268,8 +268,11 @@ class ReplicaManager:
                 or rep.pending.proposal != proposal:
             return  # no longer leading, or superseded by a LeaderAndIsr
         if isinstance(result, int):
-            log.info("%s-%d: ISR change to %s refused: %s", tp[0], tp[1], list(proposal.new_isr),
-                     ErrorCode(result).name)
+            # OPERATION_NOT_ATTEMPTED: an earlier change of this partition is still queued in
+            # the manager; Kafka resets to the committed state and proposes again later
+            log.log(logging.DEBUG if result == ErrorCode.OPERATION_NOT_ATTEMPTED else logging.INFO,
+                    "%s-%d: ISR change to %s refused: %s", tp[0], tp[1], list(proposal.new_isr),
+                    ErrorCode(result).name)
             rep.clear_pending(proposal)
         elif result.leader != self.state.node_id or not rep.apply_committed(
                 result.leader_epoch, list(result.isr), result.partition_epoch):
