@@ -123,19 +123,21 @@ class PartitionState:
     def make_leader(self, leader_epoch: int, partition_epoch: int, isr: list[int], replicas: list[int],
                     leader_end_offset: int, now_ms: int) -> bool:
         """Apply a LeaderAndIsr naming this broker leader (Kafka's ``makeLeader``).  A new
-        leader epoch resets every follower and remembers ``leader_end_offset`` as the
-        epoch's start offset; the same epoch (a newer partition epoch: ISR or assignment
-        changed) keeps follower offsets.  Returns False (nothing applied) when the partition
-        epoch is older than the one held at this leader epoch."""
-        is_new_leader = leader_epoch > self.leader_epoch
-        if not is_new_leader and partition_epoch < self.partition_epoch:
+        leader epoch remembers ``leader_end_offset`` as the epoch's start offset.  Follower
+        states are reset every time: all unknown when this state is new (we were not
+        leading), offsets kept when we lead already (a controller-made ISR change bumps the
+        epoch); ISR members count as caught up now.  Returns False (nothing applied) when
+        the partition epoch is older than the one held at this leader epoch."""
+        is_new_epoch = leader_epoch > self.leader_epoch
+        is_new_leader = self.leader_epoch < 0
+        if not is_new_epoch and partition_epoch < self.partition_epoch:
             return False
         self.leader_epoch = leader_epoch
         self.partition_epoch = partition_epoch
         self.replicas = tuple(replicas)
         self.isr = tuple(isr)
         self.pending = None
-        if is_new_leader:
+        if is_new_epoch:
             self.leader_epoch_start_offset = leader_end_offset
         followers = {}
         for r in replicas:

@@ -163,3 +163,14 @@ def test_the_high_watermark_never_decreases_never_passes_an_isr_member_and_freez
                     assert new <= follower_leo[r]
             assert new <= leo
             hw = new
+
+
+def test_a_new_leader_epoch_while_leading_keeps_follower_offsets_and_moves_the_epoch_start():
+    s = leader(leo=0, now=0)
+    s.update_follower_fetch_state(2, 4, 0, 100, 4)
+    assert s.make_leader(2, 1, [1, 2], [1, 2, 3], 6, 200)   # controller-made shrink: epoch + 1
+    assert s.followers[2].log_end_offset == 4 and s.leader_epoch_start_offset == 6
+    assert s.followers[3].last_caught_up_time_ms == 0      # out of the ISR: not caught up
+    fresh = PartitionState(1, LAG)
+    fresh.make_leader(2, 1, [1, 2], [1, 2, 3], 6, 200)
+    assert fresh.followers[2].log_end_offset == -1
