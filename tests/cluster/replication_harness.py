@@ -11,6 +11,7 @@ address (tests/cluster/netns.py), so a partition can cut them off.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from tests.cluster.replication_checker import (
     partition_dirs,
     read_history,
 )
-from tests.cluster.zookeeper_process import JARS, MAIN, ZooKeeperProcess, four_letter_word
+from tests.cluster.zookeeper_process import JARS, MAIN, ZooKeeperProcess
 from tests.compat.broker_process import BrokerProcess
 
 T = TypeVar("T")
@@ -187,6 +188,15 @@ class NetnsZooKeeper(ZooKeeperProcess):
                                                f"clientPortAddress={self.lab.address(self.node)}"))
         return cfg
 
+    def _srvr(self) -> bytes:
+        """The ``srvr`` four-letter word, asked on the lab address (from inside the namespace)."""
+        with socket.create_connection((self.lab.address(self.node), self.port), timeout=2.0) as s:
+            s.sendall(b"srvr")
+            chunks = []
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+            return b"".join(chunks)
+
     def start(self, timeout_s: float = 60.0) -> NetnsZooKeeper:
         cfg = self._write_config()
         with open(self.log_path, "ab") as log:
@@ -199,7 +209,7 @@ class NetnsZooKeeper(ZooKeeperProcess):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}: {self.output()}")
             try:
-                srvr = self.lab.run_in(self.node, lambda: four_letter_word(self.port, b"srvr"))
+                srvr = self.lab.run_in(self.node, self._srvr)
                 if b"Mode:" in srvr:
                     return self
             except OSError:
