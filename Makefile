@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
 .PHONY: run test deps-system spark-jars zookeeper-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
-        bench bench-quick bench-profile kafka-jars clean cluster cluster-stop
+        bench bench-quick bench-profile bench-cluster kafka-jars clean cluster cluster-stop
 
 $(VENV)/.run-installed: pyproject.toml setup.py log/_record_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -100,6 +100,11 @@ bench: $(VENV)/.bench-installed kafka-jars
 ## bench-quick: the same with small volumes and 1 repetition (~2 min), into bench/results/quick/
 bench-quick: $(VENV)/.bench-installed kafka-jars
 	$(PY) -m bench.side_by_side --quick
+
+## bench-cluster: three kbroker brokers (RF 3, min.insync.replicas=2, with ZooKeeper) against
+## three Apache Kafka KRaft brokers, one run (~10 min); writes bench/results/cluster_bench.md/.json
+bench-cluster: $(VENV)/.bench-installed kafka-jars zookeeper-jars
+	$(PY) -m bench.cluster_bench
 
 ## bench-profile: kbroker under cProfile during the produce and consume workloads;
 ## writes bench/results/profile.md
