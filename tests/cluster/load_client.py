@@ -219,6 +219,8 @@ class LoadProcess:
         self.cmd = command(*args, netns=netns)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = self.out.with_suffix(".log")
+        self._entries: list[dict] = []
+        self._read_upto = 0
 
     def start(self) -> LoadProcess:
         with open(self.log, "ab") as log:
@@ -226,15 +228,20 @@ class LoadProcess:
         return self
 
     def entries(self) -> list[dict]:
+        """Every complete line so far (read incrementally: tests poll this often)."""
         if not self.out.exists():
             return []
-        found = []
-        for line in self.out.read_text().splitlines():
+        with open(self.out, "rb") as f:
+            f.seek(self._read_upto)
+            chunk = f.read()
+        complete = chunk[:chunk.rfind(b"\n") + 1]  # a line still being written waits
+        self._read_upto += len(complete)
+        for line in complete.splitlines():
             try:
-                found.append(json.loads(line))
+                self._entries.append(json.loads(line))
             except json.JSONDecodeError:
-                pass  # the line being written
-        return found
+                pass
+        return self._entries
 
     def acked(self) -> int:
         return sum(1 for e in self.entries() if e.get("t") == "ack")
