@@ -135,7 +135,11 @@ def create_replicated_topic(bootstrap: str, topic: str) -> None:
     wait_until(ready, f"{topic}: every partition led with an ISR of 3", 120)
 
 
-def measure(bootstrap: str, pids: list[int], records: int, tag: str) -> dict[str, Any]:
+def topic_bytes(data_dir: Path, topic: str) -> int:
+    return sum(f.stat().st_size for f in data_dir.glob(f"{topic}-*/*.log"))
+
+
+def measure(bootstrap: str, pids: list[int], data_dirs: list[Path], records: int, tag: str) -> dict[str, Any]:
     def cpu() -> float:
         return sum(workloads.cpu_seconds(p) for p in pids)
 
@@ -150,6 +154,10 @@ def measure(bootstrap: str, pids: list[int], records: int, tag: str) -> dict[str
     out["produce_acks_all_MBps"] = records * 1024 / s / 1e6
     out["produce_broker_cpu_s"] = cpu() - c0
     out["produce_s"] = s
+    # the figure means something only if every broker holds a full copy: wait for it
+    wait_until(lambda: all(topic_bytes(d, "produce") >= records * 1024 for d in data_dirs),
+               "every broker to hold a copy of what was produced", 120)
+    out["produce_bytes_per_broker"] = [topic_bytes(d, "produce") for d in data_dirs]
 
     c0 = cpu()
     s = workloads.consume(bootstrap, "produce", records)
@@ -170,7 +178,9 @@ def run_kbroker(root: Path, records: int) -> dict[str, Any]:
     cluster = Cluster(root / "kbroker", zk, **REPLICATION)
     try:
         cluster.start()
-        return measure(cluster.bootstrap, [b.proc.pid for b in cluster.brokers.values()], records, "kbroker")
+        brokers = list(cluster.brokers.values())
+        return measure(cluster.bootstrap, [b.proc.pid for b in brokers], [b.data_dir for b in brokers], records,
+                       "kbroker")
     finally:
         cluster.stop()
         zk.stop()
@@ -180,7 +190,8 @@ def run_kafka(root: Path, records: int) -> dict[str, Any]:
     nodes = kafka_cluster(root)
     try:
         bootstrap = ",".join(n.bootstrap for n in nodes)
-        return measure(bootstrap, [n.proc.pid for n in nodes], records, "kafka")
+        return measure(bootstrap, [n.proc.pid for n in nodes], [n.data_dir / "logs" for n in nodes], records,
+                       "kafka")
     finally:
         for n in nodes:
             n.stop()
