@@ -17,6 +17,7 @@ from cluster.controller.config import ControllerConfig
 from cluster.controller.context import ControllerContext, PartitionState, ReplicaState
 from cluster.controller.events import (
     AlterPartition,
+    ApiPartitionReassignment,
     AutoLeaderRebalance,
     BecameController,
     BrokerChange,
@@ -24,12 +25,14 @@ from cluster.controller.events import (
     ElectionTrigger,
     ElectionType,
     Event,
+    ListPartitionReassignments,
     PartitionModifications,
     ReplicaLeaderElection,
     Resign,
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResult,
+    ZkPartitionReassignment,
     ZkWriteResult,
 )
 from cluster.controller.fencing import ControllerElection, election_ops, fenced
@@ -37,6 +40,7 @@ from cluster.controller.kafka_controller import Controller
 
 __all__ = [
     "AlterPartition",
+    "ApiPartitionReassignment",
     "AutoLeaderRebalance",
     "BecameController",
     "BrokerChange",
@@ -52,6 +56,7 @@ __all__ = [
     "ElectionTrigger",
     "ElectionType",
     "Event",
+    "ListPartitionReassignments",
     "PartitionModifications",
     "PartitionState",
     "ReplicaLeaderElection",
@@ -61,6 +66,7 @@ __all__ = [
     "TopicDeletion",
     "TopicDeletionStopReplicaResult",
     "ZkDeleteTree",
+    "ZkPartitionReassignment",
     "ZkWrite",
     "ZkWriteResult",
     "election_ops",

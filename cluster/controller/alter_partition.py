@@ -53,7 +53,13 @@ from cluster.election import RECOVERED, RECOVERING, LeaderAndIsr
 from wire.error_codes import ErrorCode
 from wire.messages import ZERO_UUID, AlterPartitionRequest, AlterPartitionResponse
 
-__all__ = ["AlterPartitionItem", "alter_partitions", "items_of", "not_controller_response"]
+__all__ = [
+    "AlterPartitionItem",
+    "alter_partitions",
+    "committed_partitions",
+    "items_of",
+    "not_controller_response",
+]
 
 _RespTopic = AlterPartitionResponse.TopicData  # type: ignore[attr-defined]
 _RespPartition = AlterPartitionResponse.PartitionData  # type: ignore[attr-defined]
@@ -94,6 +100,18 @@ def items_of(req: AlterPartitionRequest, version: int) -> list[AlterPartitionIte
                 isr_broker_epochs=epochs,
                 leader_recovery_state=p.leader_recovery_state if version >= 1 else RECOVERED,
                 partition_epoch=p.partition_epoch))
+    return out
+
+
+def committed_partitions(resp: AlterPartitionResponse, topic_ids: dict[str, uuid.UUID],
+                         version: int) -> set[TopicPartition]:
+    """The partitions an answer reports committed (no error)."""
+    names = {tid: name for name, tid in topic_ids.items()}
+    out = set()
+    for t in resp.topics:
+        topic = t.topic_name if version < 2 else names.get(t.topic_id)
+        if topic:
+            out.update((topic, p.partition_index) for p in t.partitions if p.error_code == ErrorCode.NONE)
     return out
 
 

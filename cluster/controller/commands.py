@@ -87,3 +87,8 @@ class ControllerOutput:
     elections: dict[TopicPartition, ElectionOutcome] | None = None
     # The AlterPartition answer: to send only if every write succeeded (else NOT_CONTROLLER).
     alter_partition: AlterPartitionResponse | None = None
+    # AlterPartitionReassignments: (error code, message) per partition, or None with
+    # ``reassignment_error`` set (NOT_CONTROLLER).  ListPartitionReassignments: ``listed``.
+    reassignments: dict[TopicPartition, tuple[int, str | None]] | None = None
+    reassignment_error: int = 0
+    listed: dict[TopicPartition, object] | None = None

@@ -80,11 +80,35 @@ REPLICA_VALID_PREVIOUS = {
 
 @dataclass(frozen=True, slots=True)
 class ReplicaAssignment:
-    """A partition's replicas (the first is the preferred leader) and reassignment in flight."""
+    """A partition's replicas (the first is the preferred leader) and reassignment in flight.
+
+    Kafka's ``ReplicaAssignment`` (KIP-455): while a reassignment runs, ``replicas`` is the
+    full set RS = target + original (target first, in the order asked), ``adding`` AR =
+    RS - original and ``removing`` RR = RS - target.
+    """
 
     replicas: tuple[int, ...]
     adding: tuple[int, ...] = ()
     removing: tuple[int, ...] = ()
+
+    @property
+    def origin(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    def reassign_to(self, target: tuple[int, ...]) -> ReplicaAssignment:
+        """``reassignTo``: RS = target then the original replicas not in it."""
+        origin = self.origin
+        full = tuple(dict.fromkeys((*target, *origin)))
+        return ReplicaAssignment(full, tuple(r for r in full if r not in origin),
+                                 tuple(r for r in full if r not in target))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +140,9 @@ class ControllerContext:
         self.topics_to_be_deleted: set[str] = set()
         self.topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()
+        self.partitions_being_reassigned: set[TopicPartition] = set()
+        # /admin/reassign_partitions as last read (None: absent), partition -> target replicas.
+        self.zk_reassignment: dict[TopicPartition, tuple[int, ...]] | None = None
 
     # -- brokers -------------------------------------------------------------------------
 
@@ -193,6 +220,7 @@ class ControllerContext:
             self.partition_states.pop(tp, None)
         for key in [k for k in self.replica_states if k[0] == topic]:
             del self.replica_states[key]
+        self.partitions_being_reassigned = {tp for tp in self.partitions_being_reassigned if tp[0] != topic}
         self.topics_to_be_deleted.discard(topic)
         self.topics_with_deletion_started.discard(topic)
         self.topics_ineligible_for_deletion.discard(topic)

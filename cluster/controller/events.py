@@ -18,6 +18,7 @@ from wire.messages import AlterPartitionRequest
 
 __all__ = [
     "AlterPartition",
+    "ApiPartitionReassignment",
     "AutoLeaderRebalance",
     "BecameController",
     "BrokerChange",
@@ -25,12 +26,14 @@ __all__ = [
     "ElectionTrigger",
     "ElectionType",
     "Event",
+    "ListPartitionReassignments",
     "PartitionModifications",
     "ReplicaLeaderElection",
     "Resign",
     "TopicChange",
     "TopicDeletion",
     "TopicDeletionStopReplicaResult",
+    "ZkPartitionReassignment",
     "ZkWriteResult",
 ]
 
@@ -44,7 +47,8 @@ class BecameController:
     ``partition_states`` maps each partition with a state znode to its decoded JSON and the
     znode's version (the partition epoch).  ``topics_to_delete`` are the children of
     ``/admin/delete_topics``; ``preferred_election`` the partitions listed in
-    ``/admin/preferred_replica_election`` (if that znode exists).
+    ``/admin/preferred_replica_election`` (if that znode exists); ``zk_reassignment`` the
+    partitions and target replicas of ``/admin/reassign_partitions`` (if it exists).
     """
 
     epoch: int
@@ -54,6 +58,7 @@ class BecameController:
     partition_states: Mapping[TopicPartition, tuple[PartitionStateZnode, int]]
     topics_to_delete: frozenset[str] = frozenset()
     preferred_election: frozenset[TopicPartition] | None = None
+    zk_reassignment: Mapping[TopicPartition, tuple[int, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +141,27 @@ class AlterPartition:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiPartitionReassignment:
+    """AlterPartitionReassignments: per partition the target replicas, or None to cancel."""
+
+    reassignments: Mapping[TopicPartition, tuple[int, ...] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ZkPartitionReassignment:
+    """``/admin/reassign_partitions`` was created: its partitions and target replicas."""
+
+    partitions: Mapping[TopicPartition, tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignments:
+    """ListPartitionReassignments (``partitions=None``: every reassignment in progress)."""
+
+    partitions: frozenset[TopicPartition] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AutoLeaderRebalance:
     """The ``leader.imbalance.check.interval.seconds`` tick (``AutoPreferredReplicaLeaderElection``)."""
 
@@ -163,5 +189,6 @@ class Resign:
 Event = (
     BecameController | BrokerChange | TopicChange | PartitionModifications | TopicDeletion
     | TopicDeletionStopReplicaResult | ControlledShutdown | ReplicaLeaderElection
-    | AutoLeaderRebalance | AlterPartition | ZkWriteResult | Resign
+    | AutoLeaderRebalance | AlterPartition | ApiPartitionReassignment | ZkPartitionReassignment
+    | ListPartitionReassignments | ZkWriteResult | Resign
 )

@@ -26,9 +26,12 @@ What each event does (the Kafka method it ports):
   (``processReplicaLeaderElection``), ``AutoLeaderRebalance``
   (``checkAndTriggerAutoLeaderRebalance``).
 * ``AlterPartition`` (``processAlterPartition``): a leader's ISR change, validated and
-  written (``alter_partition``).
+  written (``alter_partition``); a partition being reassigned may then complete.
+* ``ApiPartitionReassignment`` / ``ZkPartitionReassignment`` / ``ListPartitionReassignments``
+  (``processApiPartitionReassignment``, ``processZkPartitionReassignment``,
+  ``processListPartitionReassignments``): ``reassignment``.
 
-Not ported yet: partition reassignment, log dir failures, broker feature checks and the per-broker ``/brokers/ids/<id>`` modification
+Not ported yet: log dir failures, broker feature checks and the per-broker ``/brokers/ids/<id>`` modification
 handler.
 """
 
@@ -38,8 +41,12 @@ import itertools
 from collections.abc import Iterable, Mapping
 
 from cluster import znodes
-from cluster.controller import topic_deletion
-from cluster.controller.alter_partition import alter_partitions, not_controller_response
+from cluster.controller import reassignment, topic_deletion
+from cluster.controller.alter_partition import (
+    alter_partitions,
+    committed_partitions,
+    not_controller_response,
+)
 from cluster.controller.commands import (
     ControlledShutdownResult,
     ControllerOutput,
@@ -56,6 +63,7 @@ from cluster.controller.context import (
 )
 from cluster.controller.events import (
     AlterPartition,
+    ApiPartitionReassignment,
     AutoLeaderRebalance,
     BecameController,
     BrokerChange,
@@ -63,12 +71,14 @@ from cluster.controller.events import (
     ElectionTrigger,
     ElectionType,
     Event,
+    ListPartitionReassignments,
     PartitionModifications,
     ReplicaLeaderElection,
     Resign,
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResult,
+    ZkPartitionReassignment,
     ZkWriteResult,
 )
 from cluster.controller.partition_state_machine import (
@@ -131,6 +141,15 @@ class Controller:
             self._auto_rebalance(step)
         elif isinstance(event, AlterPartition):
             step.out.alter_partition = alter_partitions(step, event.request, event.version)
+            # processAlterPartition: an ISR that grew may complete a reassignment.
+            for tp in sorted(committed_partitions(step.out.alter_partition, ctx.topic_ids, event.version)):
+                reassignment.maybe_complete(step, tp)
+        elif isinstance(event, ApiPartitionReassignment):
+            step.out.reassignments = reassignment.api_reassignment(step, event.reassignments)
+        elif isinstance(event, ZkPartitionReassignment):
+            reassignment.zk_reassignment(step, event.partitions)
+        elif isinstance(event, ListPartitionReassignments):
+            step.out.listed = dict(reassignment.list_reassignments(step, event.partitions))
         else:  # pragma: no cover - Event is closed
             raise TypeError(f"unknown controller event {event!r}")
         return step.output()
@@ -146,6 +165,8 @@ class Controller:
             out.elections = {tp: ElectionOutcome(ErrorCode.NOT_CONTROLLER) for tp in event.partitions}
         elif isinstance(event, AlterPartition):
             out.alter_partition = not_controller_response()
+        elif isinstance(event, (ApiPartitionReassignment, ListPartitionReassignments)):
+            out.reassignment_error = ErrorCode.NOT_CONTROLLER
         return out
 
     # -- failover ------------------------------------------------------------------------
@@ -163,10 +184,13 @@ class Controller:
                     LeaderAndIsr(state.leader, state.leader_epoch, state.isr,
                                  state.leader_recovery_state, zk_version),
                     state.controller_epoch)
-        # fetchTopicDeletionsInProgress: a topic with a replica on a dead broker must wait.
+        ctx.partitions_being_reassigned = {tp for tp, a in ctx.assignments.items() if a.is_being_reassigned}
+        # fetchTopicDeletionsInProgress: a topic with a replica on a dead broker, or being
+        # reassigned, must wait.
         with_offline = {t for (t, _), a in ctx.assignments.items()
                         if any(not ctx.is_replica_online(r) for r in a.replicas)}
-        topic_deletion.init(step, event.topics_to_delete, with_offline)
+        topic_deletion.init(step, event.topics_to_delete,
+                            with_offline | {t for t, _ in ctx.partitions_being_reassigned})
         step.batch.add_update_metadata(sorted(ctx.live_or_shutting_down_ids()), [])
         step.flush()
         startup_replica_states(step)
@@ -180,6 +204,10 @@ class Controller:
             else:
                 ctx.partition_states[tp] = PartitionState.OFFLINE
         trigger_online_partition_state_change(step)
+        # initializePartitionReassignments: new ones in /admin/reassign_partitions, then
+        # those in progress (topic znode) that it does not supersede.
+        started = reassignment.zk_reassignment(step, event.zk_reassignment)
+        reassignment.maybe_resume(step, lambda tp, _: tp not in started)
         if self.config.delete_topic_enable:
             topic_deletion.resume_deletions(step)
         if event.preferred_election is not None:
@@ -241,6 +269,7 @@ class Controller:
         replicas = ctx.replicas_on_brokers(new)
         handle_replica_state_changes(step, replicas, ReplicaState.ONLINE)
         trigger_online_partition_state_change(step)
+        reassignment.maybe_resume(step, lambda _, a: any(r in new for r in a.target))
         for_deletion = {r[0] for r in replicas if ctx.is_topic_queued_for_deletion(r[0])}
         if for_deletion:
             topic_deletion.resume_deletion_for_topics(step, for_deletion)

@@ -7,7 +7,8 @@ States and the moves between them:
   replicas, leader epoch 0; the state znode is created (partition epoch 0) and a
   LeaderAndIsr with ``is_new`` goes to the live replicas.  With no live replica the
   partition stays New (no znode) until a broker comes back.
-* Online/Offline -> Online: an election by the given strategy (``cluster.election``); the
+* Online/Offline -> Online: an election by the given strategy (``cluster.election``:
+  offline, preferred, controlled shutdown, or reassignment's first live in-ISR target); the
   winner's state is written with a conditional set (leader epoch + 1, partition epoch + 1)
   and announced by LeaderAndIsr to the replicas the strategy names.  No winner: the
   partition keeps its state and the failure is returned.
@@ -31,6 +32,7 @@ from cluster.election import (
     controlled_shutdown_election,
     offline_election,
     preferred_replica_election,
+    reassign_election,
 )
 
 __all__ = [
@@ -46,6 +48,7 @@ class Strategy(enum.Enum):
     OFFLINE_ALLOW_UNCLEAN = "OfflinePartitionLeaderElectionStrategy(true)"
     PREFERRED = "PreferredReplicaPartitionLeaderElectionStrategy"
     CONTROLLED_SHUTDOWN = "ControlledShutdownPartitionLeaderElectionStrategy"
+    REASSIGN = "ReassignPartitionLeaderElectionStrategy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,11 @@ def _elect(step: Step, partitions: Sequence[TopicPartition], strategy: Strategy)
         elif strategy is Strategy.PREFERRED:
             new = preferred_replica_election(assignment, current, set(live))
             recipients = live
+        elif strategy is Strategy.REASSIGN:
+            # leaderForReassign: the first live in-ISR target replica; all targets are told.
+            target = ctx.assignments[tp].target
+            new = reassign_election(target, current, set(live))
+            recipients = list(target)
         else:
             live_or_shutting = [r for r in assignment if ctx.is_replica_online(r, include_shutting_down=True)]
             new = controlled_shutdown_election(assignment, current, set(live_or_shutting),

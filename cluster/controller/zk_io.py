@@ -5,7 +5,8 @@
   returns the ``ZkWriteResult`` to feed back.
 * :func:`read_cluster` reads what ``BecameController`` carries (``/brokers/ids``, every
   topic znode and partition state znode, ``/admin/delete_topics``,
-  ``/admin/preferred_replica_election``), as ``onControllerFailover`` reads it.
+  ``/admin/preferred_replica_election``, ``/admin/reassign_partitions``), as
+  ``onControllerFailover`` reads it.
 * :func:`read_unclean_overrides`: the topics whose ``/config/topics/<t>`` sets
   ``unclean.leader.election.enable`` (Kafka's controller reads the topic configs of the
   partitions it elects for, ``collectUncleanLeaderElectionState``).
@@ -23,7 +24,14 @@ from cluster.controller.fencing import fenced
 from cluster.coordination import Coordination, CoordinationError, Delete, MultiError, NoNodeError
 from cluster.metadata_image import BrokerInfo
 
-__all__ = ["execute", "read_brokers", "read_cluster", "read_topics", "read_unclean_overrides"]
+__all__ = [
+    "execute",
+    "read_brokers",
+    "read_cluster",
+    "read_reassignment",
+    "read_topics",
+    "read_unclean_overrides",
+]
 
 
 async def execute(store: Coordination, write: ZkWrite | ZkDeleteTree) -> ZkWriteResult:
@@ -99,7 +107,16 @@ async def read_cluster(store: Coordination, epoch: int, epoch_zk_version: int) -
     except NoNodeError:
         preferred = None
     return BecameController(epoch, epoch_zk_version, await read_brokers(store), topics, states,
-                            to_delete, preferred)
+                            to_delete, preferred, await read_reassignment(store))
+
+
+async def read_reassignment(store: Coordination) -> dict[tuple[str, int], tuple[int, ...]] | None:
+    """``/admin/reassign_partitions`` (partition -> target replicas), None when absent."""
+    try:
+        data, _ = await store.get(znodes.REASSIGN_PARTITIONS_PATH)
+    except NoNodeError:
+        return None
+    return {tp: tuple(r) for tp, r in znodes.decode_reassignment(data).items()}
 
 
 UNCLEAN = "unclean.leader.election.enable"
