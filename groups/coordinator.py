@@ -66,6 +66,14 @@ class GroupCoordinator:
     ``offsets_topic_partitions`` is the partition count of ``__consumer_offsets``: the
     config's until the adapter sets the count of the topic it found on disk (Kafka reads it
     from the topic's metadata; ``offsets.topic.num.partitions`` only applies at creation).
+
+    Ownership (Kafka's ``GroupMetadataManager`` ownedPartitions / loadingPartitions):
+    ``owned_partitions`` None means this coordinator owns every ``__consumer_offsets``
+    partition (a single broker).  A cluster broker sets it to an empty set and owns a
+    partition from ``complete_load(p)`` (after ``begin_load(p)`` and the replay) until
+    ``unload_partition(p)``.  A request for a group whose partition is loading answers
+    COORDINATOR_LOAD_IN_PROGRESS, one for a partition not owned NOT_COORDINATOR, each in its
+    API's own layout (Kafka's ``validateGroupStatus``).
     """
 
     def __init__(self, config: GroupConfig | None = None, clock: Clock | None = None, *,
@@ -81,6 +89,8 @@ class GroupCoordinator:
         self.members = GroupManager(self.groups, self.config, clock, self.timers, new_uuid)
         self.offsets = OffsetManager(self.groups, self.config)
         self.loading = False
+        self.owned_partitions: set[int] | None = None
+        self.loading_partitions: set[int] = set()
         self.offsets_topic_partitions = self.config.offsets_topic_num_partitions
         self._schedule_expiry()
 
@@ -92,6 +102,18 @@ class GroupCoordinator:
     def partition_for(self, group_id: str) -> int:
         """The ``__consumer_offsets`` partition holding ``group_id``'s records."""
         return partition_for(group_id, self.offsets_topic_partitions)
+
+    def group_error(self, group_id: str) -> ErrorCode | None:
+        """COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR when this coordinator may not
+        answer for ``group_id`` now, else None (Kafka checks loading first)."""
+        if self.loading:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        index = self.partition_for(group_id)
+        if index in self.loading_partitions:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        if self.owned_partitions is not None and index not in self.owned_partitions:
+            return E.NOT_COORDINATOR
+        return None
 
     def _result(self, response=None, pending: Pending | None = None,
                 writes: list[Write] | None = None) -> Result:
@@ -161,13 +183,12 @@ class GroupCoordinator:
     def join_group(self, req: JoinGroupRequest, version: int, *, client_id: str = "",
                    client_host: str = "") -> Result:
         """JoinGroup v0-7.  ``client_host`` as Kafka shows it (``/10.0.0.1``)."""
-        early = None
-        if self.loading:
-            early = E.COORDINATOR_LOAD_IN_PROGRESS
-        elif not req.group_id:
+        early = self.group_error(req.group_id)
+        if early is None and not req.group_id:
             early = E.INVALID_GROUP_ID
-        elif not (self.config.group_min_session_timeout_ms <= req.session_timeout_ms
-                  <= self.config.group_max_session_timeout_ms):
+        elif early is None and not (self.config.group_min_session_timeout_ms
+                                    <= req.session_timeout_ms
+                                    <= self.config.group_max_session_timeout_ms):
             early = E.INVALID_SESSION_TIMEOUT
         if early is not None:
             pending = self.members.new_pending("JoinGroup", version)
@@ -178,7 +199,7 @@ class GroupCoordinator:
 
     def sync_group(self, req: SyncGroupRequest, version: int) -> Result:
         """SyncGroup v0-5: the leader's request carries the assignment; followers park."""
-        early = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else (
+        early = self.group_error(req.group_id) or (
             E.INVALID_GROUP_ID if not req.group_id else None)
         if early is not None:
             pending = self.members.new_pending("SyncGroup", version)
@@ -187,15 +208,15 @@ class GroupCoordinator:
         return self._result(pending=self.members.sync_group(req, version))
 
     def heartbeat(self, req: HeartbeatRequest, version: int) -> Result:
-        if self.loading:
-            return self._result(HeartbeatResponse(error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        if (early := self.group_error(req.group_id)) is not None:
+            return self._result(HeartbeatResponse(error_code=int(early)))
         if not req.group_id:
             return self._result(HeartbeatResponse(error_code=int(E.INVALID_GROUP_ID)))
         return self._result(self.members.heartbeat(req, version))
 
     def leave_group(self, req: LeaveGroupRequest, version: int) -> Result:
-        if self.loading:
-            return self._result(LeaveGroupResponse(error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        if (early := self.group_error(req.group_id)) is not None:
+            return self._result(LeaveGroupResponse(error_code=int(early)))
         if not req.group_id:
             return self._result(LeaveGroupResponse(error_code=int(E.INVALID_GROUP_ID)))
         return self._result(self.members.leave_group(req, version))
@@ -209,8 +230,8 @@ class GroupCoordinator:
         OffsetFetch, and a simple group is created for them, only once their records are
         appended; if the append fails, every partition that was to be stored answers the
         mapped error (``append_errors.offset_commit_error``) and nothing changes."""
-        if self.loading:
-            return self._result(_commit_error(req, E.COORDINATOR_LOAD_IN_PROGRESS))
+        if (early := self.group_error(req.group_id)) is not None:
+            return self._result(_commit_error(req, early))
         now = self._now()
         group = self.groups.get(req.group_id)
         response, records = self.offsets.commit(req, version, now, group)
@@ -246,9 +267,9 @@ class GroupCoordinator:
         if version >= 8:
             groups = []
             for g in req.groups:
-                if self.loading:
+                if (early := self.group_error(g.group_id)) is not None:
                     groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
-                        group_id=g.group_id, error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+                        group_id=g.group_id, error_code=int(early)))
                     continue
                 topics = None if g.topics is None else [(t.name, list(t.partition_indexes))
                                                         for t in g.topics]
@@ -256,9 +277,8 @@ class GroupCoordinator:
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id, topics=self.offsets.group_topics(fetched, True)))
             return self._result(OffsetFetchResponse(groups=groups))
-        if self.loading:
-            return self._result(OffsetFetchResponse(
-                error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        if (early := self.group_error(req.group_id)) is not None:
+            return self._result(_fetch_error(req, version, early))
         topics = None if req.topics is None else [(t.name, list(t.partition_indexes))
                                                   for t in req.topics]
         fetched = self.offsets.fetch(req.group_id, topics)
@@ -266,9 +286,8 @@ class GroupCoordinator:
             topics=self.offsets.group_topics(fetched, False), error_code=0))
 
     def offset_delete(self, req: OffsetDeleteRequest, version: int) -> Result:
-        if self.loading:
-            return self._result(OffsetDeleteResponse(
-                error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+        if (early := self.group_error(req.group_id)) is not None:
+            return self._result(OffsetDeleteResponse(error_code=int(early)))
         response, records = self.offsets.delete(req)
         if not records:
             return self._result(response)
@@ -301,8 +320,8 @@ class GroupCoordinator:
         for group_id in req.groups_names:
             code = E.NONE
             group = self.groups.get(group_id)
-            if self.loading:
-                code = E.COORDINATOR_LOAD_IN_PROGRESS
+            if (early := self.group_error(group_id)) is not None:
+                code = early
             elif group is None or group.is_in(GroupState.DEAD):
                 code = E.GROUP_ID_NOT_FOUND
             elif not group.is_in(GroupState.EMPTY):
@@ -340,8 +359,11 @@ class GroupCoordinator:
 
     def list_groups(self, req: ListGroupsRequest, version: int) -> Result:
         """ListGroups v0-4 (states filter v4+, case-insensitive like Kafka)."""
+        # Kafka lists the groups loaded so far, with LOAD_IN_PROGRESS while any partition loads
+        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading or self.loading_partitions \
+            else E.NONE
         if self.loading:
-            return self._result(ListGroupsResponse(error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+            return self._result(ListGroupsResponse(error_code=int(error)))
         states = {s.lower() for s in req.states_filter} if version >= 4 else set()
         types = {t.lower() for t in req.types_filter} if version >= 5 else set()
         listed = []
@@ -353,15 +375,15 @@ class GroupCoordinator:
             listed.append(ListGroupsResponse.ListedGroup(
                 group_id=group.group_id, protocol_type=group.protocol_type or "",
                 group_state=str(group.state), group_type="classic"))
-        return self._result(ListGroupsResponse(error_code=0, groups=listed))
+        return self._result(ListGroupsResponse(error_code=int(error), groups=listed))
 
     def describe_groups(self, req: DescribeGroupsRequest, version: int) -> Result:
         """DescribeGroups v0-5: an unknown group is described as Dead with no error."""
         described = []
         for group_id in req.groups:
-            if self.loading:
+            if (early := self.group_error(group_id)) is not None:
                 described.append(DescribeGroupsResponse.DescribedGroup(
-                    group_id=group_id, error_code=int(E.COORDINATOR_LOAD_IN_PROGRESS)))
+                    group_id=group_id, error_code=int(early)))
                 continue
             group = self.groups.get(group_id)
             if group is None:
@@ -387,11 +409,50 @@ class GroupCoordinator:
 
     # -- loading ---------------------------------------------------------------------------
 
-    def begin_load(self) -> None:
-        self.loading = True
+    def begin_load(self, partition: int | None = None) -> None:
+        """Loading starts: of every partition (None, a single broker's start-up) or of
+        ``__consumer_offsets`` partition ``partition`` (this broker became its leader)."""
+        if partition is None:
+            self.loading = True
+        else:
+            self.loading_partitions.add(partition)
 
-    def complete_load(self) -> None:
-        self.loading = False
+    def complete_load(self, partition: int | None = None) -> None:
+        """Loading ends; a partition loaded is owned from now on."""
+        if partition is None:
+            self.loading = False
+            return
+        self.loading_partitions.discard(partition)
+        if self.owned_partitions is not None:
+            self.owned_partitions.add(partition)
+
+    def unload_partition(self, partition: int) -> Result:
+        """This broker stopped leading ``__consumer_offsets`` partition ``partition`` (Kafka's
+        ``GroupCoordinator.onResignation`` / ``removeGroupsForPartition``): its groups leave
+        memory, their timers are cancelled, and their parked requests answer NOT_COORDINATOR
+        (JoinGroups of a rebalancing group, SyncGroups of a completing one), released through
+        the returned Result's deliveries.  Later requests for them answer NOT_COORDINATOR."""
+        self.loading_partitions.discard(partition)
+        if self.owned_partitions is not None:
+            self.owned_partitions.discard(partition)
+        for group in [g for g in self.groups.values()
+                      if self.partition_for(g.group_id) == partition]:
+            self._unload_group(group)
+        for group_id in [g for g in self.offsets.offsets if self.partition_for(g) == partition]:
+            del self.offsets.offsets[group_id]
+        return self._result()
+
+    def _unload_group(self, group: ClassicGroup) -> None:
+        """Kafka's ``onGroupUnloaded``: Dead, parked answers NOT_COORDINATOR, timers gone."""
+        previous = group.state
+        group.state = GroupState.DEAD
+        for member in list(group.members.values()):
+            if previous is GroupState.PREPARING_REBALANCE:
+                group.complete_join(member, join_error(member.member_id, E.NOT_COORDINATOR))
+            elif previous in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                group.complete_sync(member, sync_error(E.NOT_COORDINATOR))
+        self.members.drop_group_timers(group)
+        self.groups.pop(group.group_id, None)
 
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Apply one ``__consumer_offsets`` record (restart = replay them all in order)."""
@@ -445,3 +506,16 @@ def _commit_error(req: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResp
                 partition_index=p.partition_index, error_code=int(code))
             for p in t.partitions])
         for t in req.topics])
+
+
+def _fetch_error(req: OffsetFetchRequest, version: int, code: ErrorCode) -> OffsetFetchResponse:
+    """OffsetFetch v1-7 refused as a whole (Kafka's ``OffsetFetchRequest.getErrorResponse``):
+    v2+ carry the top-level error; v1 has none, so every requested partition carries it."""
+    if version >= 2:
+        return OffsetFetchResponse(error_code=int(code))
+    return OffsetFetchResponse(topics=[
+        OffsetFetchResponse.OffsetFetchResponseTopic(name=t.name, partitions=[
+            OffsetFetchResponse.OffsetFetchResponsePartition(
+                partition_index=i, committed_offset=-1, metadata="", error_code=int(code))
+            for i in t.partition_indexes])
+        for t in req.topics or []])

@@ -15,7 +15,11 @@ thread does; ZooKeeper watches only enqueue an item, and the item re-reads what 
   ``/controller`` is gone or another's, we resign first.
 * ``brokers`` / ``topics`` / ``topic:<name>`` / ``deletions``: BrokerChange, TopicChange,
   PartitionModifications, TopicDeletion from fresh reads.
-* ControlledShutdown requests, StopReplica(delete) results, the auto-rebalance tick.
+* ``preferred``: ``/admin/preferred_replica_election`` created (an exists watch, Kafka's
+  ``PreferredReplicaElectionHandler``): its partitions get a ZK-triggered preferred
+  election, and the controller deletes the znode.
+* ControlledShutdown and ElectLeaders requests (answered through a future once the
+  election's writes are done), StopReplica(delete) results, the auto-rebalance tick.
 
 Each output is executed as the controller's contract says (cluster/controller/commands.py):
 writes in order through the port; a write that fails with a connection loss is retried on
@@ -46,7 +50,11 @@ from cluster.controller import (
     ControllerConfig,
     ControllerElection,
     ControllerOutput,
+    ElectionOutcome,
+    ElectionTrigger,
+    ElectionType,
     PartitionModifications,
+    ReplicaLeaderElection,
     Resign,
     TopicChange,
     TopicDeletion,
@@ -155,6 +163,17 @@ class ControllerRunner:
         self.enqueue(("shutdown", ControlledShutdown(broker_id, broker_epoch), fut))
         return await fut
 
+    async def elect_leaders(self, partitions: frozenset[tuple[str, int]], election_type: ElectionType
+                            ) -> dict[tuple[str, int], ElectionOutcome]:
+        """ElectLeaders (Kafka's ``KafkaController.electLeaders``): the outcome per partition
+        once the election's ZooKeeper writes are done; NOT_CONTROLLER for every partition
+        when this broker is not the active controller by the time the event runs."""
+        fut: asyncio.Future[dict[tuple[str, int], ElectionOutcome]] = \
+            asyncio.get_running_loop().create_future()
+        self.enqueue(("elect_leaders", ReplicaLeaderElection(
+            partitions, election_type, ElectionTrigger.ADMIN), fut))
+        return await fut
+
     async def _rebalance_loop(self) -> None:
         assert self._auto_rebalance_interval_s
         while True:
@@ -203,6 +222,13 @@ class ControllerRunner:
         if isinstance(item, Resign):
             await self._apply(self.controller.handle(item))
             return
+        if isinstance(item, tuple) and item[0] == "elect_leaders":
+            _, event, fut = item
+            out = self.controller.handle(event)
+            await self._apply(out)
+            if not fut.done():
+                fut.set_result(out.elections or {})
+            return
         if isinstance(item, tuple) and item[0] == "shutdown":
             _, event, fut = item
             out = self.controller.handle(event)
@@ -234,11 +260,36 @@ class ControllerRunner:
                 return
             await self._apply(self.controller.handle(
                 PartitionModifications(name, znodes.decode_topic(data))))
+        elif item == "preferred":
+            await self._preferred_replica_election()
         elif item == "deletions":
             topics = await self.zk.children(znodes.DELETE_TOPICS_PATH, watch=self._watch("deletions"))
             await self._apply(self.controller.handle(TopicDeletion(frozenset(topics))))
         else:  # events built elsewhere (StopReplica results, the rebalance tick)
             await self._apply(self.controller.handle(item))
+
+    async def _preferred_replica_election(self) -> None:
+        """``/admin/preferred_replica_election`` appeared (or changed, or went): re-arm the
+        watch, and elect the preferred replicas of the partitions it lists."""
+        stat = await self.zk.exists(znodes.PREFERRED_REPLICA_ELECTION_PATH,
+                                    watch=self._watch("preferred"))
+        if stat is None:
+            return
+        try:
+            data, _ = await self.zk.get(znodes.PREFERRED_REPLICA_ELECTION_PATH)
+        except NoNodeError:
+            return
+        try:
+            partitions = frozenset(znodes.decode_partition_list(data))
+        except znodes.ZnodeFormatError as e:
+            log.warning("ignoring %s: %s", znodes.PREFERRED_REPLICA_ELECTION_PATH, e)
+            return
+        out = self.controller.handle(ReplicaLeaderElection(
+            partitions, ElectionType.PREFERRED, ElectionTrigger.ZK))
+        await self._apply(out)
+        log.info("preferred replica election for %d partition(s) from %s: %s", len(partitions),
+                 znodes.PREFERRED_REPLICA_ELECTION_PATH,
+                 {f"{t}-{p}": ErrorCode(o.error_code).name for (t, p), o in (out.elections or {}).items()})
 
     async def _arm_topic(self, name: str) -> None:
         key = f"topic:{name}"
@@ -293,11 +344,13 @@ class ControllerRunner:
         self._set_active_controller(self.broker_id)
         log.info("broker %d is the controller now, epoch %d (epoch zk version %d)",
                  self.broker_id, seen.new_epoch, seen.new_epoch_zk_version)
-        self._armed -= {"brokers", "topics", "deletions"}
+        self._armed -= {"brokers", "topics", "deletions", "preferred"}
         self._armed = {k for k in self._armed if not k.startswith("topic:")}
         await self.zk.children(znodes.BROKER_IDS_PATH, watch=self._watch("brokers"))
         await self.zk.children(znodes.TOPICS_PATH, watch=self._watch("topics"))
         await self.zk.children(znodes.DELETE_TOPICS_PATH, watch=self._watch("deletions"))
+        # the znode's creation fires it; a request already there is in BecameController
+        await self.zk.exists(znodes.PREFERRED_REPLICA_ELECTION_PATH, watch=self._watch("preferred"))
         event: BecameController = await read_cluster(self.zk, seen.new_epoch, seen.new_epoch_zk_version)
         for name in event.topics:
             await self._arm_topic(name)

@@ -174,6 +174,12 @@ LAYOUTS: dict[int, Layout] = {
     37: Layout(Shape(entries=(_entries("topics", "results", copy={"name": "name"}),))),
     # DeleteGroups: per group id.
     42: Layout(Shape(entries=(_entries("groups_names", "results", copy={"group_id": SELF}),))),
+    # ElectLeaders: per requested partition (a null request answers none), message null
+    # (ApiError.fromThrowable keeps no text for UNKNOWN_SERVER_ERROR), as
+    # ElectLeadersRequest.getErrorResponse.
+    43: Layout(Shape(entries=(_entries(
+        "topic_partitions", "replica_election_results", copy={"topic": "topic"}, entries=(
+            _entries("partitions", "partition_result", copy={"partition_id": SELF}),)),))),
 }
 
 _PLAIN = Layout()

@@ -4,7 +4,10 @@ Its jobs, and nothing else:
 * ``__consumer_offsets``: created on the first FindCoordinator (as Kafka does) with
   ``offsets.topic.num.partitions`` partitions, ``cleanup.policy=compact`` and
   ``segment.bytes=offsets.topic.segment.bytes``; on start-up every existing partition is
-  replayed into the coordinator (begin_load / replay / complete_load).  A topic found on
+  replayed into the coordinator (begin_load / replay / complete_load).  In cluster mode the
+  coordinator owns only the partitions this broker leads: each is replayed when leadership
+  arrives (``offsets_leadership``) and unloaded when it goes (its groups leave memory, their
+  parked requests answer NOT_COORDINATOR); requests for other groups answer NOT_COORDINATOR.  A topic found on
   disk keeps its own partition count: the coordinator hashes group ids over it, whatever
   ``offsets.topic.num.partitions`` says now (Kafka reads the count from the topic).
 * Store, then propagate (``groups.result``): each write of a coordinator call is appended
@@ -57,7 +60,12 @@ class GroupService:
         self._timer_deadline_ms: int | None = None
         self._partitions_fixed = False
         self._loaded_partitions: set[int] = set()  # __consumer_offsets partitions replayed
-        self._load()
+        static = getattr(state, "static_config", None)  # unit tests drive a bare state
+        if static is not None and static.cluster_mode:
+            # owned partition by partition as leadership arrives (offsets_leadership)
+            self.coordinator.owned_partitions = set()
+        else:
+            self._load()
 
     # ------------------------------------------------------------ the internal topic
     def topic_exists(self) -> bool:
@@ -144,22 +152,26 @@ class GroupService:
     def offsets_leadership(self, index: int, leader: bool) -> None:
         """Cluster mode: this broker became (or stopped being) the leader of
         ``__consumer_offsets`` partition ``index`` (Kafka's onElection / onResignation).
-        Becoming leader of a partition not loaded yet replays it (the start-up load covers
-        the partitions held then); stopping marks it for a reload next time.  The groups it
-        holds stay in memory: ``groups`` has no per-partition unload yet."""
+        Becoming leader replays the partition and owns it from then on; stopping unloads
+        its groups (parked JoinGroup/SyncGroup answered NOT_COORDINATOR, timers dropped),
+        so a later leadership replays the log again, with whatever was written meanwhile.
+        The replay runs on the loop in one go, so no request sees the partition loading."""
         if not leader:
-            self._loaded_partitions.discard(index)
+            if index in self._loaded_partitions:
+                self._loaded_partitions.discard(index)
+                self.apply(self.coordinator.unload_partition(index))
+                log.info("unloaded the groups of %s-%d", GROUP_METADATA_TOPIC, index)
             return
         if index in self._loaded_partitions:
             return
-        self.coordinator.begin_load()
+        self.coordinator.begin_load(index)
         try:
             count = self._replay_partition(index)
         finally:
-            self.coordinator.complete_load()
-        if count:
-            log.info("loaded %d group coordinator record(s) from %s-%d", count,
-                     GROUP_METADATA_TOPIC, index)
+            self.coordinator.complete_load(index)
+        self._loaded_partitions.add(index)
+        log.info("loaded %d group coordinator record(s) from %s-%d", count,
+                 GROUP_METADATA_TOPIC, index)
 
     # ------------------------------------------------------------ results
     def apply(self, result: Result) -> None:

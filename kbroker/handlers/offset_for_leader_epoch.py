@@ -8,6 +8,11 @@ cache (with the largest cached epoch <= the requested one), an epoch older than 
 the first entry's start offset, and -1 or an epoch newer than any gets (-1, -1) with no error
 (LeaderEpochFileCache.endOffsetFor).  librdkafka asks exactly v2; Java validates positions
 with it only when the broker offers v3+.
+
+Cluster mode: only the leader answers (Kafka's ``lastOffsetForLeaderEpoch`` with
+``fetchOnlyFromLeader``): a partition this broker does not hold but the cluster has is
+NOT_LEADER_OR_FOLLOWER; one it holds as a follower is checked against the current leader
+epoch first (FENCED / UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
@@ -24,19 +29,24 @@ E = OffsetForLeaderEpochResponse.EpochEndOffset
 def handle_offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest
                                    ) -> OffsetForLeaderEpochResponse:
     state = ctx.broker
+    cluster = getattr(state, "cluster", None)
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
             partition = state.partition(t.topic, p.partition)
+            not_leader = None if cluster is None else cluster.replicas.leader_error(t.topic, p.partition)
             if partition is None:
-                parts.append(E(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, p.partition, -1, -1))
+                parts.append(E(not_leader or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, p.partition, -1, -1))
                 continue
             current = p.current_leader_epoch
             if current >= 0 and current != partition.leader_epoch:
                 code = (ErrorCode.FENCED_LEADER_EPOCH if current < partition.leader_epoch
                         else ErrorCode.UNKNOWN_LEADER_EPOCH)
                 parts.append(E(code, p.partition, -1, -1))
+                continue
+            if not_leader is not None:
+                parts.append(E(not_leader, p.partition, -1, -1))
                 continue
             found = partition.end_offset_for_epoch(p.leader_epoch)
             epoch, end = found if found is not None else (-1, -1)

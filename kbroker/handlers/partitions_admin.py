@@ -13,7 +13,9 @@ UNKNOWN_TOPIC_OR_PARTITION; an internal topic INVALID_TOPIC_EXCEPTION; a topic w
 cleanup.policy=delete POLICY_VIOLATION; offset -1 means the high watermark; an offset
 above the high watermark or below 0 OFFSET_OUT_OF_RANGE.  The answer's low watermark is
 the new log start offset (-1 on error).  Single node: nothing to wait for, timeout_ms is
-not needed.
+not needed.  Cluster mode: only the partition's leader deletes; a partition the cluster has
+but this broker does not lead is NOT_LEADER_OR_FOLLOWER (Kafka's
+``Partition.deleteRecordsOnLeader``; clients send DeleteRecords to each leader).
 """
 
 from __future__ import annotations
@@ -87,17 +89,22 @@ def _check(ctx: RequestContext, t: CreatePartitionsRequest.CreatePartitionsTopic
 def handle_delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
     state = ctx.broker
     PartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
+    cluster = getattr(state, "cluster", None)
     topics = []
     for t in req.topics:
         results = []
         for p in t.partitions:
             partition = state.partition(t.name, p.partition_index)
+            not_leader = None if cluster is None else cluster.replicas.leader_error(t.name, p.partition_index)
             low, code = -1, ErrorCode.NONE
-            if partition is None:
+            if partition is None and not_leader != ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif is_internal(t.name):
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif not_leader is not None:
+                code = not_leader
             else:
+                assert partition is not None
                 try:
                     low = partition.delete_records_before(p.offset)
                 except LogError as e:

@@ -7,6 +7,7 @@ machine is shared and busy.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +16,10 @@ from typing import TypeVar
 from kazoo.client import KazooClient
 
 from cluster import znodes
+from kbroker.broker_channel import send_once
 from tests.cluster.zookeeper_process import ZooKeeperProcess
 from tests.compat.broker_process import BrokerProcess
+from wire.messages import MetadataRequest
 
 T = TypeVar("T")
 
@@ -69,7 +72,29 @@ class Cluster:
             b.start(timeout_s=60)
         wait_until(lambda: len(self.admin.get_children(znodes.BROKER_IDS_PATH)) == len(self.brokers),
                    "every broker registered")
+        self.wait_serving()
         return self
+
+    def serving(self) -> bool:
+        """Every live broker's Metadata lists every registered broker and a controller.
+
+        A broker answers from its metadata cache, which the controller fills with an
+        UpdateMetadata after the broker registers (in Kafka too): until then its Metadata
+        lists no broker, and librdkafka, given "0 brokers", waits for its next periodic
+        refresh (minutes) before an admin request finds the controller.  A test that talks
+        to a broker just (re)started waits for this first, as a client would have to."""
+        registered = self.registered()
+        for b in self.brokers.values():
+            if not b.alive():
+                continue
+            resp = asyncio.run(send_once("127.0.0.1", b.port, MetadataRequest(
+                topics=[], allow_auto_topic_creation=False), 12, "cluster-harness"))
+            if {n.node_id for n in resp.brokers} != registered or resp.controller_id < 0:
+                return False
+        return True
+
+    def wait_serving(self) -> None:
+        wait_until(self.serving, "every live broker's metadata listing every registered broker")
 
     def stop(self) -> None:
         for broker_id, b in self.brokers.items():

@@ -26,7 +26,10 @@ from wire.error_codes import ErrorCode
 from wire.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DescribeLogDirsRequest,
     FindCoordinatorRequest,
+    OffsetForLeaderEpochRequest,
     ProduceRequest,
     UpdateMetadataRequest,
 )
@@ -180,6 +183,34 @@ def test_a_produce_to_a_broker_that_does_not_lead_the_partition_is_not_leader_or
     resp = asyncio.run(send_once("127.0.0.1", cluster.brokers[other].port, req, 9, "test"))
     assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
+
+def test_log_dirs_list_each_brokers_own_partitions_and_only_the_leader_deletes_records_or_answers_epochs(
+        cluster):
+    led = leaders(cluster, "spread")
+
+    def call(broker_id: int, req, version: int):
+        return asyncio.run(send_once("127.0.0.1", cluster.brokers[broker_id].port, req, version, "test"))
+
+    for b in (1, 2, 3):
+        dirs = call(b, DescribeLogDirsRequest(topics=None), 4)
+        held = {p.partition_index for r in dirs.results for t in r.topics if t.name == "spread"
+                for p in t.partitions}
+        assert held == {p for p, leader in led.items() if leader == b}, b
+    leader = led[0]
+    other = next(b for b in (1, 2, 3) if b != leader)
+    epochs = OffsetForLeaderEpochRequest(replica_id=-1, topics=[
+        OffsetForLeaderEpochRequest.OffsetForLeaderTopic("spread", [
+            OffsetForLeaderEpochRequest.OffsetForLeaderPartition(0, -1, 0)])])
+    answer = call(other, epochs, 4).topics[0].partitions[0]
+    assert (answer.error_code, answer.end_offset) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    answer = call(leader, epochs, 4).topics[0].partitions[0]
+    assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (0, 0, 50)
+    delete = DeleteRecordsRequest(timeout_ms=10000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+        "spread", [DeleteRecordsRequest.DeleteRecordsPartition(0, 10)])])
+    answer = call(other, delete, 2).topics[0].partitions[0]
+    assert (answer.error_code, answer.low_watermark) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    answer = call(leader, delete, 2).topics[0].partitions[0]
+    assert (answer.error_code, answer.low_watermark) == (0, 10)
 
 def test_controller_requests_are_not_advertised_and_are_refused_unless_from_a_registered_broker(cluster):
     port = cluster.brokers[1].port
@@ -348,6 +379,7 @@ def test_kill_9_of_the_controller_elects_another_with_a_higher_epoch_and_create_
     assert sorted(led) == [0, 1] and all(b in (1, 2, 3) and b != controller for b in led.values())
     cluster.brokers[controller].start(timeout_s=120)
     wait_until(lambda: cluster.registered() == {1, 2, 3}, "the old controller back")
+    cluster.wait_serving()
 
 
 def test_kill_9_of_a_broker_leaves_its_partitions_leaderless_until_it_returns(cluster):
@@ -364,6 +396,7 @@ def test_kill_9_of_a_broker_leaves_its_partitions_leaderless_until_it_returns(cl
     now = leaders(cluster, "spread")
     assert all(now[p] == led[p] for p in led if p not in mine)
     cluster.brokers[victim].start(timeout_s=120)
+    cluster.wait_serving()
     wait_until(lambda: all(leaders(cluster, "spread").get(p) == victim for p in mine),
                "the partitions led again by their broker")
 
@@ -382,6 +415,7 @@ def test_sigterm_moves_leadership_off_the_broker_before_it_exits(cluster):
     assert leaders(cluster, "rf2") == {0: other}
     cluster.brokers[victim].start(timeout_s=120)
     wait_until(lambda: cluster.registered() == {1, 2, 3}, "the broker back")
+    cluster.wait_serving()
 
 
 def test_a_broker_whose_zookeeper_session_expired_registers_again_and_leads_again(cluster):

@@ -389,6 +389,25 @@ def test_describe_cluster_names_this_broker_as_the_only_node_and_the_controller(
         "ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "IDEMPOTENT_WRITE"]
 
 
+def test_elect_leaders_on_a_single_broker_is_not_needed_for_its_partitions_and_unknown_otherwise(broker):
+    """One broker is every partition's only replica and leader, as in a one-broker Kafka
+    cluster: no election is needed, of either type; a partition that does not exist is
+    UNKNOWN_TOPIC_OR_PARTITION; electing everything lists nothing."""
+    from confluent_kafka import ElectionType
+
+    admin = _admin(broker)
+    _create(admin, "elect-one", 2)
+    wanted = [TopicPartition("elect-one", 0), TopicPartition("elect-one", 1),
+              TopicPartition("elect-one", 2)]
+    for election_type in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
+        results = admin.elect_leaders(election_type, wanted).result(30)
+        assert {(tp.topic, tp.partition): e.code() for tp, e in results.items()} == {
+            ("elect-one", 0): KafkaError.ELECTION_NOT_NEEDED,
+            ("elect-one", 1): KafkaError.ELECTION_NOT_NEEDED,
+            ("elect-one", 2): KafkaError.UNKNOWN_TOPIC_OR_PART}
+    assert admin.elect_leaders(ElectionType.PREFERRED, None).result(30) == {}
+
+
 # ---------------------------------------------------------------------------- broker configs
 
 def test_broker_configs_report_kafkas_sources_take_effect_and_survive_a_restart_with_the_topic_configs(

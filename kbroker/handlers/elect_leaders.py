@@ -1,0 +1,96 @@
+"""ElectLeaders (key 43) v0-2 (Kafka's ``KafkaApis.handleElectLeaders`` in ZooKeeper mode).
+
+The request names partitions (null: every partition this broker's metadata knows) and an
+election type (v1+; v0 is always PREFERRED): PREFERRED moves leadership back to the first
+replica of the assignment when it is alive and in the ISR, UNCLEAN elects a leader for a
+partition whose leader is gone, from outside the ISR if it must.
+
+Cluster mode: the broker's own controller runs the election (Kafka does not forward it:
+clients send ElectLeaders to the controller, and any other broker answers NOT_CONTROLLER
+for every partition).  Per partition: NONE once this broker's metadata cache shows the
+elected leader (Kafka's ``DelayedElectLeader``; REQUEST_TIMED_OUT if ``timeout_ms`` passes
+first), ELECTION_NOT_NEEDED (already led by the preferred replica / by a live broker),
+PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE (with the controller's
+message), UNKNOWN_TOPIC_OR_PARTITION ("The partition does not exist."), or
+INVALID_TOPIC_EXCEPTION for a topic being deleted.  For a null request the partitions that
+needed no election are left out of the answer, as Kafka does.
+
+A single broker answers too (it is its own controller, as a one-broker Kafka cluster is):
+each of its partitions has one replica, which leads, so every election is
+ELECTION_NOT_NEEDED, and an unknown partition UNKNOWN_TOPIC_OR_PARTITION.  Advertised in
+both modes: the answers are the ones Kafka gives for the same cluster.
+
+Per-partition messages follow Kafka's ``ApiError``: an error built from a code alone
+carries that code's default message (ELECTION_NOT_NEEDED), NONE / NOT_CONTROLLER /
+REQUEST_TIMED_OUT carry null.
+"""
+
+from __future__ import annotations
+
+from cluster.controller import ElectionOutcome, ElectionType
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from wire.error_codes import ErrorCode
+from wire.messages import ElectLeadersRequest, ElectLeadersResponse
+
+TopicPartition = tuple[str, int]
+
+# Errors.ELECTION_NOT_NEEDED.message() in Kafka (ApiError(error) takes the default message)
+ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
+UNKNOWN_PARTITION_MESSAGE = "The partition does not exist."
+
+
+def _requested(req: ElectLeadersRequest) -> list[TopicPartition] | None:
+    if req.topic_partitions is None:
+        return None
+    return [(t.topic, p) for t in req.topic_partitions for p in t.partitions]
+
+
+def _response(req: ElectLeadersRequest, outcomes: dict[TopicPartition, ElectionOutcome],
+              error: ErrorCode = ErrorCode.NONE) -> ElectLeadersResponse:
+    R = ElectLeadersResponse
+    by_topic: dict[str, list] = {}
+    for (topic, index), o in outcomes.items():
+        if req.topic_partitions is None and o.error_code == ErrorCode.ELECTION_NOT_NEEDED:
+            continue  # a whole-cluster election lists only what it did or could not do
+        message = o.error_message
+        if message is None and o.error_code == ErrorCode.ELECTION_NOT_NEEDED:
+            message = ELECTION_NOT_NEEDED_MESSAGE
+        by_topic.setdefault(topic, []).append(R.PartitionResult(
+            partition_id=index, error_code=int(o.error_code), error_message=message))
+    return R(throttle_time_ms=0, error_code=int(error), replica_election_results=[
+        R.ReplicaElectionResult(topic=t, partition_result=ps) for t, ps in by_topic.items()])
+
+
+@REGISTRY.register(43, 0, 2)
+async def handle_elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
+    state = ctx.broker
+    election_type = ElectionType(req.election_type) if ctx.api_version >= 1 else ElectionType.PREFERRED
+    requested = _requested(req)
+    cluster = getattr(state, "cluster", None)
+    if cluster is None:
+        wanted = requested if requested is not None else sorted(state.partitions)
+        return _response(req, {tp: ElectionOutcome(ErrorCode.ELECTION_NOT_NEEDED)
+                               if state.partition(*tp) is not None
+                               else ElectionOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                    error_message=UNKNOWN_PARTITION_MESSAGE)
+                               for tp in wanted})
+    cache = cluster.cache
+    if requested is None:
+        requested = [(t, p) for t in cache.topic_names() for p in sorted(cache.topic(t).partitions)]
+    timeout_s = max(req.timeout_ms, 0) / 1000
+    partitions = frozenset(requested)
+    if not await cluster.runner.wait_ready(timeout_s):
+        return _response(req, {tp: ElectionOutcome(ErrorCode.NOT_CONTROLLER) for tp in sorted(partitions)})
+    outcomes = dict(await cluster.runner.elect_leaders(partitions, election_type))
+    expected = {tp: o.leader for tp, o in outcomes.items() if o.error_code == ErrorCode.NONE}
+    if expected:
+        # DelayedElectLeader: answer once this broker's metadata shows the new leaders
+        def shown() -> bool:
+            return all(cache.leader(*tp) == leader for tp, leader in expected.items())
+
+        if not await cache.wait_for(shown, timeout_s):
+            for tp, leader in expected.items():
+                if cache.leader(*tp) != leader:
+                    outcomes[tp] = ElectionOutcome(ErrorCode.REQUEST_TIMED_OUT)
+    return _response(req, dict(sorted(outcomes.items())))

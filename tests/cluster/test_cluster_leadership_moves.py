@@ -1,0 +1,215 @@
+"""Leadership that moves and comes back, on three kbroker processes and a real ZooKeeper:
+ElectLeaders (confluent-kafka's AdminClient.elect_leaders) and the
+``/admin/preferred_replica_election`` znode, and a group coordinator that moves with its
+``__consumer_offsets`` partition (replication factor 2 here, so the partition has
+somewhere to go; the automatic rebalance is off so that only the tests move leaders).
+
+Without replication (issue 14) nothing brings a replica back into the ISR once it left it
+(only a leader's AlterPartition does): a preferred replica that was moved off is out of
+the ISR, so a preferred election answers PREFERRED_LEADER_NOT_AVAILABLE, exactly as Kafka
+does for such a replica; the successful election here is an unclean one.  The other
+replica's log received nothing, so the group test reads committed offsets only from the
+log they were written to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
+
+from cluster import znodes
+from groups.java_hash import partition_for
+from kbroker.broker_channel import send_once
+from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.cluster.test_cluster_processes import admin, create_topic, leaders
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    DescribeGroupsRequest,
+    ElectLeadersRequest,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
+
+pytestmark = pytest.mark.timeout(600)
+
+OFFSETS_PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("moves"), zookeeper,
+                **{"offsets.topic.replication.factor": "2",
+                   "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+                   "auto.leader.rebalance.enable": "false"}).start()
+    yield c
+    c.stop()
+
+
+def send(cluster: Cluster, broker_id: int, req, version: int):
+    return asyncio.run(send_once("127.0.0.1", cluster.brokers[broker_id].port, req, version, "test"))
+
+
+def coordinator_of(cluster: Cluster, group: str, via: int) -> int:
+    resp = send(cluster, via, FindCoordinatorRequest(key=group, key_type=0, coordinator_keys=[]), 3)
+    return resp.node_id if resp.error_code == 0 else -1
+
+
+def restart_after_sigterm(cluster: Cluster, broker_id: int) -> None:
+    assert cluster.brokers[broker_id].stop(timeout_s=120) == 0
+    cluster.brokers[broker_id].start(timeout_s=120)
+    wait_until(lambda: cluster.registered() == {1, 2, 3}, f"broker {broker_id} back")
+    cluster.wait_serving()
+
+
+# -- ElectLeaders ------------------------------------------------------------------------------
+
+
+def election_codes(results) -> dict[tuple[str, int], int | None]:
+    return {(tp.topic, tp.partition): None if e is None else e.code()
+            for tp, e in results.items()}
+
+
+def test_elect_leaders_answers_per_partition_after_a_restart_moved_a_leader_off_its_preferred_replica(cluster):
+    create_topic(cluster, "pref", 2, assignment=[[1, 2], [2, 1]])
+    assert leaders(cluster, "pref") == {0: 1, 1: 2}
+    restart_after_sigterm(cluster, 1)  # controlled shutdown moved pref-0 to broker 2
+    wait_until(lambda: leaders(cluster, "pref") == {0: 2, 1: 2}, "pref-0 led by broker 2")
+    client = admin(cluster)
+    wanted = [TopicPartition("pref", 0), TopicPartition("pref", 1), TopicPartition("nope", 0)]
+    results = client.elect_leaders(ElectionType.PREFERRED, wanted).result(60)
+    # broker 1 left pref-0's ISR when it shut down and nothing (no replication yet) put it
+    # back: Kafka's preferred election refuses a replica outside the ISR
+    assert election_codes(results) == {
+        ("pref", 0): ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+        ("pref", 1): ErrorCode.ELECTION_NOT_NEEDED,
+        ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert leaders(cluster, "pref") == {0: 2, 1: 2}
+
+
+def test_elect_leaders_sent_to_a_broker_that_is_not_the_controller_is_not_controller(cluster):
+    controller, _ = cluster.controller()
+    other = next(b for b in (1, 2, 3) if b != controller)
+    req = ElectLeadersRequest(election_type=0, timeout_ms=10000, topic_partitions=[
+        ElectLeadersRequest.TopicPartitions(topic="pref", partitions=[0])])
+    resp = send(cluster, other, req, 2)
+    assert resp.error_code == 0
+    assert [(r.topic, [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result])
+            for r in resp.replica_election_results] == [("pref", [(0, ErrorCode.NOT_CONTROLLER, None)])]
+    # to the controller, an election of every partition lists only those that needed one
+    everything = send(cluster, controller, ElectLeadersRequest(
+        election_type=0, timeout_ms=10000, topic_partitions=None), 2)
+    assert everything.error_code == 0
+    assert [(r.topic, [(p.partition_id, p.error_code) for p in r.partition_result])
+            for r in everything.replica_election_results] == [
+        ("pref", [(0, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE)])]
+
+
+def test_the_preferred_replica_election_znode_runs_an_election_and_is_consumed(cluster):
+    controller, _ = cluster.controller()
+    cluster.admin.create(znodes.PREFERRED_REPLICA_ELECTION_PATH,
+                         znodes.encode_partition_list([("pref", 0), ("pref", 1)]))
+    wait_until(lambda: cluster.admin.exists(znodes.PREFERRED_REPLICA_ELECTION_PATH) is None,
+               "the request znode deleted by the controller")
+    assert cluster.brokers[controller].wait_for_output(lambda lines: any(
+        "from /admin/preferred_replica_election: {'pref-0': 'PREFERRED_LEADER_NOT_AVAILABLE', "
+        "'pref-1': 'ELECTION_NOT_NEEDED'}" in ln for ln in lines))
+    assert leaders(cluster, "pref") == {0: 2, 1: 2}
+
+
+# -- a group coordinator that moves ------------------------------------------------------------
+
+
+def test_a_group_follows_its_coordinator_away_and_back_and_resumes_from_its_committed_offset(cluster):
+    group = "g-moves"
+    first = wait_until(lambda: (c := coordinator_of(cluster, group, 1)) >= 0 and c,
+                       "the group's coordinator")
+    data, _ = cluster.admin.get(znodes.topic_path("__consumer_offsets"))
+    index = partition_for(group, OFFSETS_PARTITIONS)
+    replicas = znodes.decode_topic(data).partitions[index]
+    assert replicas[0] == first
+    second = replicas[1]
+    third = next(b for b in (1, 2, 3) if b not in (first, second))
+    create_topic(cluster, "moves-data", 1, assignment=[[third]])
+    p = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(20):
+        p.produce("moves-data", f"v{i}".encode(), partition=0)
+    assert p.flush(60) == 0
+
+    assert consume(cluster, group, 10) == [f"v{i}".encode() for i in range(10)]
+
+    # The coordinator's broker stops: its controlled shutdown moves the partition to the
+    # second replica, and the StopReplica it gets for the partition unloads the group.
+    assert cluster.brokers[first].stop(timeout_s=120) == 0
+    assert f"unloaded the groups of __consumer_offsets-{index}" in cluster.brokers[first].log_text()
+    wait_until(lambda: coordinator_of(cluster, group, third) == second, "the coordinator moved")
+    assert_not_coordinator(cluster, third, group)  # every other broker: NOT_COORDINATOR
+    fetched = send(cluster, second, OffsetFetchRequest(group_id=group, topics=None), 5)
+    assert fetched.error_code == 0  # the new coordinator answers (its replica log is empty)
+
+    # The first broker returns as a follower outside the ISR; the second stops and its
+    # controlled shutdown cannot move the partition (no other in-sync replica), so it goes
+    # offline; an unclean election gives it back to the first broker, whose log holds the
+    # group's records.
+    cluster.brokers[first].start(timeout_s=120)
+    wait_until(lambda: cluster.registered() == {1, 2, 3}, "the first coordinator back")
+    cluster.wait_serving()
+    assert cluster.brokers[second].stop(timeout_s=120) == 0
+    wait_until(lambda: coordinator_of(cluster, group, third) == -1, "the partition offline")
+    client = admin(cluster)
+    results = client.elect_leaders(ElectionType.UNCLEAN, [
+        TopicPartition("__consumer_offsets", index)]).result(60)
+    assert election_codes(results) == {("__consumer_offsets", index): None}
+    wait_until(lambda: coordinator_of(cluster, group, third) == first, "the coordinator back")
+    # confluent-kafka finds it and the group resumes where it committed
+    assert consume(cluster, group, 10) == [f"v{i}".encode() for i in range(10, 20)]
+    cluster.brokers[second].start(timeout_s=120)
+    wait_until(lambda: cluster.registered() == {1, 2, 3}, "the second broker back")
+    cluster.wait_serving()
+
+
+def consume(cluster: Cluster, group: str, n: int) -> list[bytes]:
+    """confluent-kafka: join ``group``, read ``n`` records of moves-data, commit them, leave."""
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe(["moves-data"])
+    out: list[bytes] = []
+    try:
+        def read() -> bool:
+            m = c.poll(1.0)
+            if m is not None and m.error() is None:
+                out.append(m.value())
+            return len(out) >= n
+
+        wait_until(read, f"{n} records for {group}", timeout_s=90)
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    return out
+
+
+def assert_not_coordinator(cluster: Cluster, broker_id: int, group: str) -> None:
+    codes = {
+        "join": send(cluster, broker_id, JoinGroupRequest(
+            group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+            group_instance_id=None, protocol_type="consumer", protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")]),
+            5).error_code,
+        "heartbeat": send(cluster, broker_id, HeartbeatRequest(
+            group_id=group, generation_id=1, member_id="m", group_instance_id=None), 4).error_code,
+        "fetch": send(cluster, broker_id, OffsetFetchRequest(group_id=group, topics=None), 5).error_code,
+        "commit": {p.error_code for t in send(cluster, broker_id, OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+            retention_time_ms=-1, topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
+                name="moves-data", partitions=[OffsetCommitRequest.OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                    committed_metadata="")])]), 8).topics for p in t.partitions},
+        "describe": send(cluster, broker_id, DescribeGroupsRequest(
+            groups=[group], include_authorized_operations=False), 5).groups[0].error_code,
+    }
+    nc = ErrorCode.NOT_COORDINATOR
+    assert codes == {"join": nc, "heartbeat": nc, "fetch": nc, "commit": {nc}, "describe": nc}
