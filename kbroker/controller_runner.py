@@ -18,6 +18,13 @@ thread does; ZooKeeper watches only enqueue an item, and the item re-reads what 
 * ``preferred``: ``/admin/preferred_replica_election`` created (an exists watch, Kafka's
   ``PreferredReplicaElectionHandler``): its partitions get a ZK-triggered preferred
   election, and the controller deletes the znode.
+* ``("reassign", type)``: ``/admin/reassign_partitions`` created or changed (an exists watch,
+  Kafka's ``PartitionReassignmentHandler``): content the controller has not seen yet
+  becomes ZkPartitionReassignment.
+* Before BecameController and each BrokerChange, the topics' ``unclean.leader.election.enable``
+  overrides are read from ``/config/topics`` (the controller's config consults them).
+* AlterPartition, AlterPartitionReassignments and ListPartitionReassignments (``_ask``:
+  answered once the event's writes are done; a failed write answers NOT_CONTROLLER).
 * ControlledShutdown and ElectLeaders requests (answered through a future once the
   election's writes are done), StopReplica(delete) results, the auto-rebalance tick.
 
@@ -40,6 +47,8 @@ from typing import Any
 
 from cluster import znodes
 from cluster.controller import (
+    AlterPartition,
+    ApiPartitionReassignment,
     AutoLeaderRebalance,
     BecameController,
     BrokerChange,
@@ -53,6 +62,7 @@ from cluster.controller import (
     ElectionOutcome,
     ElectionTrigger,
     ElectionType,
+    ListPartitionReassignments,
     PartitionModifications,
     ReplicaLeaderElection,
     Resign,
@@ -60,11 +70,20 @@ from cluster.controller import (
     TopicDeletion,
     TopicDeletionStopReplicaResult,
     ZkDeleteTree,
+    ZkPartitionReassignment,
     ZkWrite,
     ZkWriteResult,
     election_ops,
 )
-from cluster.controller.zk_io import execute, read_brokers, read_cluster, read_topics
+from cluster.controller.alter_partition import not_controller_response
+from cluster.controller.zk_io import (
+    execute,
+    read_brokers,
+    read_cluster,
+    read_reassignment,
+    read_topics,
+    read_unclean_overrides,
+)
 from cluster.coordination import (
     ConnectionLossError,
     CoordinationError,
@@ -74,7 +93,7 @@ from cluster.coordination import (
 )
 from kbroker.broker_channel import BrokerChannel
 from wire.error_codes import ErrorCode
-from wire.messages import StopReplicaRequest
+from wire.messages import AlterPartitionRequest, AlterPartitionResponse, StopReplicaRequest
 
 __all__ = ["ControllerRunner"]
 
@@ -101,7 +120,10 @@ class ControllerRunner:
             broker_id=broker_id, inter_broker_listener=inter_broker_listener,
             delete_topic_enable=delete_topic_enable,
             leader_imbalance_per_broker_percentage=leader_imbalance_per_broker_percentage,
-            unclean_leader_election_enable=lambda topic: unclean_leader_election))
+            unclean_leader_election_enable=lambda topic: self._unclean.get(topic, unclean_leader_election)))
+        # Topics whose /config/topics/<t> sets unclean.leader.election.enable, as read before
+        # each failover and broker change (the events that elect offline partitions).
+        self._unclean: dict[str, bool] = {}
         self.channel = BrokerChannel(client_id=f"broker-{broker_id}-controller")
         self.active_controller_id = -1  # as last read from /controller
         self.epoch = -1  # our epoch while active
@@ -162,6 +184,39 @@ class ControllerRunner:
         fut: asyncio.Future[ControlledShutdownResult] = asyncio.get_running_loop().create_future()
         self.enqueue(("shutdown", ControlledShutdown(broker_id, broker_epoch), fut))
         return await fut
+
+    async def _ask(self, event: Any) -> tuple[ControllerOutput, bool]:
+        """Run ``event`` on the controller's queue: its output and whether every write of it
+        was applied (False: the controller resigned instead)."""
+        fut: asyncio.Future[tuple[ControllerOutput, bool]] = asyncio.get_running_loop().create_future()
+        self.enqueue(("ask", event, fut))
+        return await fut
+
+    async def alter_partition(self, request: AlterPartitionRequest, version: int) -> AlterPartitionResponse:
+        """AlterPartition (``KafkaController.alterPartitions``): the answer once the state
+        znodes are written; NOT_CONTROLLER if this broker is not (or stopped being) the
+        controller, so the leader retries with the next one."""
+        out, ok = await self._ask(AlterPartition(request, version))
+        if ok and out.alter_partition is not None:
+            return out.alter_partition
+        return not_controller_response()
+
+    async def alter_partition_reassignments(
+        self, targets: dict[tuple[str, int], tuple[int, ...] | None]
+    ) -> tuple[int, dict[tuple[str, int], tuple[int, str | None]]]:
+        """AlterPartitionReassignments: (top-level error, per-partition (error, message))."""
+        out, ok = await self._ask(ApiPartitionReassignment(targets))
+        if not ok or out.reassignments is None:
+            return out.reassignment_error or ErrorCode.NOT_CONTROLLER, {}
+        return ErrorCode.NONE, out.reassignments
+
+    async def list_partition_reassignments(
+        self, partitions: frozenset[tuple[str, int]] | None
+    ) -> tuple[int, dict[tuple[str, int], Any]]:
+        out, _ = await self._ask(ListPartitionReassignments(partitions))
+        if out.listed is None:
+            return out.reassignment_error or ErrorCode.NOT_CONTROLLER, {}
+        return ErrorCode.NONE, out.listed
 
     async def elect_leaders(self, partitions: frozenset[tuple[str, int]], election_type: ElectionType
                             ) -> dict[tuple[str, int], ElectionOutcome]:
@@ -229,6 +284,13 @@ class ControllerRunner:
             if not fut.done():
                 fut.set_result(out.elections or {})
             return
+        if isinstance(item, tuple) and item[0] == "ask":
+            _, event, fut = item
+            out = self.controller.handle(event)
+            ok = await self._apply(out)
+            if not fut.done():
+                fut.set_result((out, ok))
+            return
         if isinstance(item, tuple) and item[0] == "shutdown":
             _, event, fut = item
             out = self.controller.handle(event)
@@ -245,6 +307,9 @@ class ControllerRunner:
             await self.zk.children(znodes.BROKER_IDS_PATH, watch=self._watch("brokers"))
             brokers = await read_brokers(self.zk)
             self._update_links(brokers)
+            ctx = self.controller.context
+            if ctx is not None:
+                self._unclean = await read_unclean_overrides(self.zk, sorted(ctx.all_topics))
             await self._apply(self.controller.handle(BrokerChange(brokers)))
         elif item == "topics":
             await self.zk.children(znodes.TOPICS_PATH, watch=self._watch("topics"))
@@ -262,6 +327,8 @@ class ControllerRunner:
                 PartitionModifications(name, znodes.decode_topic(data))))
         elif item == "preferred":
             await self._preferred_replica_election()
+        elif isinstance(item, tuple) and item[0] == "reassign":
+            await self._reassign_znode_changed()
         elif item == "deletions":
             topics = await self.zk.children(znodes.DELETE_TOPICS_PATH, watch=self._watch("deletions"))
             await self._apply(self.controller.handle(TopicDeletion(frozenset(topics))))
@@ -351,13 +418,43 @@ class ControllerRunner:
         await self.zk.children(znodes.DELETE_TOPICS_PATH, watch=self._watch("deletions"))
         # the znode's creation fires it; a request already there is in BecameController
         await self.zk.exists(znodes.PREFERRED_REPLICA_ELECTION_PATH, watch=self._watch("preferred"))
+        await self._arm_reassign()
         event: BecameController = await read_cluster(self.zk, seen.new_epoch, seen.new_epoch_zk_version)
+        self._unclean = await read_unclean_overrides(self.zk, sorted(event.topics))
         for name in event.topics:
             await self._arm_topic(name)
         self._update_links(event.brokers)
         await self._apply(self.controller.handle(event))
         if self.is_active:
             self._ready.set()
+
+    # -- /admin/reassign_partitions ------------------------------------------------------
+
+    async def _arm_reassign(self) -> None:
+        """An exists watch on ``/admin/reassign_partitions`` (Kafka's
+        ``PartitionReassignmentHandler``: only a creation starts reassignments)."""
+        if "reassign" in self._armed:
+            return
+        self._armed.add("reassign")
+
+        def fire(event: WatchEvent) -> None:
+            self._armed.discard("reassign")
+            self.enqueue(("reassign", event.type))
+
+        try:
+            await self.zk.exists(znodes.REASSIGN_PARTITIONS_PATH, watch=fire)
+        except CoordinationError:
+            self._armed.discard("reassign")
+            raise
+
+    async def _reassign_znode_changed(self) -> None:
+        """Re-arm; if the znode exists with content the controller has not seen (created by
+        a tool, or changed while the connection was down), start what it asks."""
+        await self._arm_reassign()
+        content = await read_reassignment(self.zk)
+        ctx = self.controller.context
+        if content is not None and ctx is not None and content != ctx.zk_reassignment:
+            await self._apply(self.controller.handle(ZkPartitionReassignment(content)))
 
     async def _delete_own_controller(self) -> None:
         try:
@@ -389,14 +486,16 @@ class ControllerRunner:
                 return result
             await asyncio.sleep(RETRY_S)
 
-    async def _apply(self, out: ControllerOutput) -> None:
+    async def _apply(self, out: ControllerOutput) -> bool:
+        """Execute ``out``; False when a write failed (the controller resigned) or the
+        output itself is a resignation."""
         for write in out.writes:
             result = await self._execute(write)
             if result.error is not None:
                 log.warning("controller write failed (%r): resigning", result.error)
                 self.controller.handle(result)
                 await self._resigned()
-                return
+                return False
         ctx = self.controller.context
         if ctx is not None:
             self._update_links(ctx.brokers)
@@ -404,6 +503,8 @@ class ControllerRunner:
             self._send(req)
         if out.resigned:
             await self._resigned()
+            return False
+        return True
 
     async def _resigned(self) -> None:
         log.info("broker %d resigned as controller (epoch %d)", self.broker_id, self.epoch)
