@@ -174,6 +174,10 @@ LAYOUTS: dict[int, Layout] = {
     37: Layout(Shape(entries=(_entries("topics", "results", copy={"name": "name"}),))),
     # DeleteGroups: per group id.
     42: Layout(Shape(entries=(_entries("groups_names", "results", copy={"group_id": SELF}),))),
+    # AlterPartitionReassignments: per requested partition, with the top-level code too
+    # (AlterPartitionReassignmentsRequest.getErrorResponse), message null.
+    45: Layout(Shape(entries=(_entries("topics", "responses", copy={"name": "name"}, entries=(
+        _entries("partitions", "partitions", copy={"partition_index": "partition_index"}),)),))),
     # ElectLeaders: per requested partition (a null request answers none), message null
     # (ApiError.fromThrowable keeps no text for UNKNOWN_SERVER_ERROR), as
     # ElectLeadersRequest.getErrorResponse.

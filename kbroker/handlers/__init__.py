@@ -15,5 +15,6 @@ from kbroker.handlers import (  # noqa: F401
     offset_for_leader_epoch,
     partitions_admin,
     produce,
+    reassignments,
     topics_admin,
 )
