@@ -260,6 +260,13 @@ class BrokerConfig:
             raise ConfigError("Invalid value '' for configuration log.dirs: no directory")
         if self.values["group.min.session.timeout.ms"] > self.values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        # KafkaConfig.validateValues' replication checks, with Kafka's messages.
+        if self.values["replica.fetch.wait.max.ms"] > self.values["replica.socket.timeout.ms"]:
+            raise ConfigError("replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms "
+                              "to prevent unnecessary socket timeouts")
+        if self.values["replica.fetch.wait.max.ms"] > self.values["replica.lag.time.max.ms"]:
+            raise ConfigError("replica.fetch.wait.max.ms should always be less than or equal to "
+                              "replica.lag.time.max.ms to prevent frequent changes in ISR")
         self._resolve_broker_id()
         self.log_config = self._default_log_config()
 
