@@ -83,9 +83,16 @@ def wait_for_leader(cluster: Cluster, topic: str, partition: int, *, not_on: int
 
 def wait_for_full_isr(cluster: Cluster, topic: str, partitions: int, timeout_s: float = 120.0) -> None:
     size = len(cluster.brokers)
-    wait_until(lambda: all(len(s["isr"]) == size and s["leader"] >= 0
-                           for s in states(cluster, topic, partitions).values()),
-               f"every partition of {topic} back to an ISR of {size}", timeout_s)
+    last: dict[int, dict[str, Any]] = {}
+
+    def full() -> bool:
+        last.update(states(cluster, topic, partitions))
+        return all(len(s["isr"]) == size and s["leader"] >= 0 for s in last.values())
+
+    try:
+        wait_until(full, f"every partition of {topic} back to an ISR of {size}", timeout_s)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; partition states: {last}; registered: {sorted(cluster.registered())}") from None
 
 
 def wait_until_unregistered(cluster: Cluster, broker_id: int, timeout_s: float = 90.0) -> None:
