@@ -87,8 +87,9 @@ class Cluster:
         for b in self.brokers.values():
             if not b.alive():
                 continue
-            resp = asyncio.run(send_once("127.0.0.1", b.port, MetadataRequest(
-                topics=[], allow_auto_topic_creation=False), 12, "cluster-harness"))
+            host = b.bootstrap.rsplit(":", 1)[0]  # a broker in a network namespace: its lab address
+            resp = self.run_in(lambda host=host, port=b.port: asyncio.run(send_once(host, port, MetadataRequest(
+                topics=[], allow_auto_topic_creation=False), 12, "cluster-harness")))
             if {n.node_id for n in resp.brokers} != registered or resp.controller_id < 0:
                 return False
         return True
