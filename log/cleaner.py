@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 from log.batch_filter import BatchRetention, filter_batch
 from log.clock import Clock
@@ -68,8 +68,9 @@ from wire.batch_header import (
     parse_header,
 )
 
-__all__ = ["Cleaner", "CleanerOutput", "CleanerStats", "CleaningPlan", "LastRecord",
-           "LogCleaningAbortedError", "SourceSegment", "group_segments_by_size"]
+__all__ = ["Cleaner", "CleanerOutput", "CleanerStats", "CleaningPlan", "CleaningSummary", "FixedClock", "LastRecord",
+           "LogCleaningAbortedError", "SourceSegment", "clean_to_summary", "group_segments_by_size",
+           "remove_cleaned_files", "reopen_output"]
 
 _INT32_MAX = (1 << 31) - 1
 
@@ -101,8 +102,22 @@ class LastRecord:
     producer_epoch: int
 
 
+class FixedClock:
+    """A clock stopped at one cleaning's time: what a worker process gives the segments it
+    writes (the owner's clock may be anything; this one pickles)."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+
+    def milliseconds(self) -> int:
+        return self.now_ms
+
+
 @dataclass(frozen=True, slots=True)
 class CleaningPlan:
+    """Everything one cleaning reads, captured by the owner (see ``CleaningJob``).  Picklable
+    once ``portable()``: plain data, the fds as numbers valid in the owner's process only."""
+
     dir: str
     topic_partition: tuple[str, int]
     config: LogConfig
@@ -112,6 +127,17 @@ class CleaningPlan:
     first_uncleanable_offset: int  # a segment base offset, <= the active segment's
     sources: tuple[SourceSegment, ...]  # every segment with base < first_uncleanable_offset
     last_records_of_producers: dict[int, LastRecord] = field(default_factory=dict)
+
+    def portable(self) -> CleaningPlan:
+        """This plan with a ``FixedClock`` at ``now_ms``: safe to pickle to a worker process."""
+        return replace(self, clock=FixedClock(self.now_ms))
+
+    def with_fds(self, fds: list[int]) -> CleaningPlan:
+        """This plan with each source's fd replaced (in the order of ``sources``): the worker
+        process's own descriptors of the same open files."""
+        if len(fds) != len(self.sources):
+            raise ValueError(f"{len(fds)} descriptors for {len(self.sources)} source segments")
+        return replace(self, sources=tuple(replace(s, fd=fd) for s, fd in zip(self.sources, fds, strict=True)))
 
 
 @dataclass(slots=True)
@@ -140,6 +166,62 @@ class CleanerOutput:
     end_offset: int  # the log is clean below this offset once the groups are swapped in
     groups: list[tuple[tuple[SourceSegment, ...], LogSegment]]  # sources -> their .cleaned segment
     stats: CleanerStats
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningSummary:
+    """A ``CleanerOutput`` as plain data, to cross a process boundary: the end offset, per
+    group the base offsets of its source segments (its ``.cleaned`` segment is based at the
+    first), and the stats."""
+
+    end_offset: int
+    groups: tuple[tuple[int, ...], ...]
+    stats: CleanerStats
+
+
+def clean_to_summary(cleaner: Cleaner, plan: CleaningPlan, check_done: Callable[[], None] = lambda: None) -> CleaningSummary:
+    """``cleaner.clean(plan)`` for a worker process: the ``.cleaned`` files are written and
+    flushed as by ``clean``, their handles closed (the owner reopens them by name,
+    ``reopen_output``), and what was written is returned as a ``CleaningSummary``."""
+    out = cleaner.clean(plan, check_done)
+    for _, seg in out.groups:
+        seg.close_handlers()
+    return CleaningSummary(out.end_offset, tuple(tuple(s.base_offset for s in srcs) for srcs, _ in out.groups), out.stats)
+
+
+def remove_cleaned_files(dir_: str, base_offsets: Iterable[int]) -> None:
+    """Remove the ``.cleaned`` files (log and both indexes) a cleaning may have left at these
+    base offsets: after a worker died, which of them it had written is unknown, and every
+    group is based at a source segment's base offset."""
+    for base in base_offsets:
+        for path in (log_file(dir_, base, CLEANED_FILE_SUFFIX), offset_index_file(dir_, base, CLEANED_FILE_SUFFIX),
+                     time_index_file(dir_, base, CLEANED_FILE_SUFFIX)):
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+
+
+def reopen_output(plan: CleaningPlan, summary: CleaningSummary) -> CleanerOutput:
+    """The owner's ``CleanerOutput`` for what a worker wrote: each group's ``.cleaned``
+    segment opened by name (as the loader opens a segment: the indexes, trimmed by the worker,
+    are read lazily) beside ``plan``'s own sources.  A missing file raises
+    ``LogCleaningAbortedError`` after removing every ``.cleaned`` file of the plan."""
+    by_base = {s.base_offset: s for s in plan.sources}
+    groups: list[tuple[tuple[SourceSegment, ...], LogSegment]] = []
+    try:
+        for bases in summary.groups:
+            if not os.path.exists(log_file(plan.dir, bases[0], CLEANED_FILE_SUFFIX)):
+                raise LogCleaningAbortedError(f"cleaned segment {bases[0]} of {plan.topic_partition} is missing")
+            seg = LogSegment.open(plan.dir, bases[0], plan.config, plan.clock, file_already_exists=True,
+                                  suffix=CLEANED_FILE_SUFFIX)
+            groups.append((tuple(by_base[b] for b in bases), seg))
+    except BaseException:
+        for _, seg in groups:
+            seg.close_handlers()
+        remove_cleaned_files(plan.dir, by_base)
+        raise
+    return CleanerOutput(summary.end_offset, groups, summary.stats)
 
 
 def group_segments_by_size(segments: list[SourceSegment], max_size: int, max_index_size: int,

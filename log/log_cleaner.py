@@ -57,9 +57,12 @@ from log.cleaner import (
     CleanerOutput,
     CleanerStats,
     CleaningPlan,
+    CleaningSummary,
     LastRecord,
     LogCleaningAbortedError,
     SourceSegment,
+    remove_cleaned_files,
+    reopen_output,
 )
 from log.cleaner_manager import LogCleanerManager, LogToClean
 from log.clock import Clock
@@ -69,10 +72,12 @@ from log.offset_map import SkimpyOffsetMap
 from log.segment import LogSegment
 from log.throttler import Throttler
 
-__all__ = ["CleanResult", "CleaningJob", "JobState", "LogCleaner"]
+__all__ = ["CleanResult", "CleaningJob", "JobState", "LogCleaner", "PrepareRunner"]
 
 _log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
+# who runs a job's prepare elsewhere: (plan, cancelled) -> what was written (see CleaningJob.prepare)
+PrepareRunner = Callable[[CleaningPlan, threading.Event], CleaningSummary]
 
 
 class JobState(Enum):
@@ -151,13 +156,34 @@ class CleaningJob:
         if self._cancelled.is_set():
             raise LogCleaningAbortedError(f"cleaning of {self.topic_partition} cancelled")
 
-    def prepare(self) -> None:
-        """Write the ``.cleaned`` segments (thread-safe: reads only the snapshot).  Never raises."""
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set by ``cancel()``: what a ``prepare`` runner forwards to its worker process."""
+        return self._cancelled
+
+    def prepare(self, run: PrepareRunner | None = None) -> None:
+        """Write the ``.cleaned`` segments (thread-safe: reads only the snapshot).  Never raises.
+
+        ``run``: who does the work.  None: this thread, with this job's ``Cleaner``.  Else
+        ``run(plan, cancelled)`` must have it done (a worker process: ``plan.portable()`` is
+        picklable, the worker needs its own descriptors of ``plan.sources``' fds) and return
+        the ``CleaningSummary``, or raise, once nothing writes the ``.cleaned`` files any
+        more; ``cancelled`` is this job's cancellation.  Then the written segments are
+        reopened here by name; on failure every ``.cleaned`` file the plan could have left is
+        removed (a killed worker does not say which it wrote)."""
         if self.state is not JobState.GRABBED:
             raise RuntimeError(f"prepare() on a {self.state.value} cleaning job")
         self.state = JobState.PREPARING
         try:
-            self.output = self._cleaner.clean(self.plan, self._check_done)
+            if run is None:
+                self.output = self._cleaner.clean(self.plan, self._check_done)
+            else:
+                try:
+                    summary = run(self.plan, self._cancelled)
+                except BaseException:
+                    remove_cleaned_files(self.plan.dir, (s.base_offset for s in self.plan.sources))
+                    raise
+                self.output = reopen_output(self.plan, summary)
             self.state = JobState.PREPARED
         except BaseException as e:  # noqa: BLE001 - reported by commit(), on the owner's thread
             self.error = e
