@@ -15,7 +15,8 @@ before the logs load (its ``/cluster/id`` must match the log dirs'), the broker 
 once it listens, and shutdown starts with a controlled shutdown.
 
 Start-up: load the logs (recovery after an unclean shutdown), then listen, start the
-background thread (retention, flushes, checkpoints) and the log cleaner's threads, and log
+background thread (retention, flushes, checkpoints) and the log cleaner (cleaner_processes.py:
+a thread per cleaner, each with a worker process), and log
 ``started (kbroker id=N) listening on HOST:PORT``.  Shutdown: stop accepting, stop the
 background and cleaner threads (cleanings under way are cancelled), close connections, then
 flush, write checkpoints and the clean-shutdown marker.
@@ -30,7 +31,7 @@ from typing import Any
 
 from kbroker.background import BackgroundWorker
 from kbroker.broker_state import BrokerState
-from kbroker.cleaner_threads import CleanerThreads
+from kbroker.cleaner_processes import CleanerProcesses
 from kbroker.cluster_runtime import ClusterRuntime
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
@@ -52,7 +53,7 @@ class Broker:
         self._server: asyncio.AbstractServer | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._background: BackgroundWorker | None = None
-        self._cleaner_threads: CleanerThreads | None = None
+        self._cleaner: CleanerProcesses | None = None
         self.cluster: ClusterRuntime | None = None
         self.host = ""
         self.port = 0
@@ -99,8 +100,7 @@ class Broker:
         self._background = BackgroundWorker(self.state.run_background_tasks, SCHEDULER_TICK_S).start()
         cleaner = self.state.log_manager.cleaner  # None when log.cleaner.enable=false
         if cleaner is not None:
-            self._cleaner_threads = CleanerThreads(cleaner, cleaner.config.num_threads,
-                                                   cleaner.config.backoff_ms).start()
+            self._cleaner = CleanerProcesses(cleaner, cleaner.config.num_threads, cleaner.config.backoff_ms).start()
         self._ticker = asyncio.ensure_future(self._tick())
         log.info("started (kbroker id=%d) listening on %s:%d", self.config.node_id, self.host, self.port)
         return self
@@ -121,9 +121,9 @@ class Broker:
         if self._background is not None:
             self._background.stop()
             self._background = None
-        if self._cleaner_threads is not None:  # before the logs close under them
-            self._cleaner_threads.stop()
-            self._cleaner_threads = None
+        if self._cleaner is not None:  # before the logs close under them
+            self._cleaner.stop()
+            self._cleaner = None
         state, self.state = self.state, None
         if state is not None:
             for conn in list(state.connections):
