@@ -183,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--topic", required=True)
         p.add_argument("--partitions", type=int, required=True)
         p.add_argument("--out", required=True)
-        p.add_argument("--seconds", type=float, default=120.0)
+    # the producer's bound is a safety net (a test stops it with the stop file); the reader's
+    # is how long it may take to reach the high watermark
+    pr.add_argument("--seconds", type=float, default=900.0)
+    co.add_argument("--seconds", type=float, default=120.0)
     pr.add_argument("--name", default="L")
     pr.add_argument("--acks", default="all")
     pr.add_argument("--idempotent", type=lambda s: s.lower() == "true", default=True)
