@@ -100,6 +100,8 @@ __all__ = ["ControllerRunner"]
 log = logging.getLogger("kbroker.controller")
 
 RETRY_S = 0.5  # a ZooKeeper read or write lost to a connection loss is retried after this
+# How long a ControlledShutdown answer waits for the leaving broker to get its requests.
+SHUTDOWN_DELIVERY_WAIT_S = 10.0
 
 
 def _is_connection_loss(e: BaseException | None) -> bool:
@@ -124,6 +126,8 @@ class ControllerRunner:
         # Topics whose /config/topics/<t> sets unclean.leader.election.enable, as read before
         # each failover and broker change (the events that elect offline partitions).
         self._unclean: dict[str, bool] = {}
+        self._last_sent: list[tuple[int, asyncio.Future[Any] | None]] = []  # the last output's sends
+        self._answers: set[asyncio.Task[None]] = set()
         self.channel = BrokerChannel(client_id=f"broker-{broker_id}-controller")
         self.active_controller_id = -1  # as last read from /controller
         self.epoch = -1  # our epoch while active
@@ -295,9 +299,12 @@ class ControllerRunner:
             _, event, fut = item
             out = self.controller.handle(event)
             await self._apply(out)
-            if not fut.done():
-                fut.set_result(out.controlled_shutdown or ControlledShutdownResult(
-                    ErrorCode.NOT_CONTROLLER))
+            result = out.controlled_shutdown or ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
+            # Answer once the leaving broker has the requests this decided for it (its
+            # LeaderAndIsr as a follower: it unloads groups and fails parked acks=all
+            # produces before it exits), bounded; Kafka answers at once and races them.
+            own = [f for b, f in self._last_sent if b == event.broker_id and f is not None]
+            self._spawn_answer(fut, result, own)
             return
         if not self.is_active:
             return  # a watch of an earlier term, or work queued before we resigned
@@ -499,8 +506,7 @@ class ControllerRunner:
         ctx = self.controller.context
         if ctx is not None:
             self._update_links(ctx.brokers)
-        for req in out.requests:
-            self._send(req)
+        self._last_sent = [(req.broker_id, self._send(req)) for req in out.requests]
         if out.resigned:
             await self._resigned()
             return False
@@ -520,10 +526,21 @@ class ControllerRunner:
         self._set_active_controller(-1)
         self.enqueue("elect")
 
-    def _send(self, req: BrokerRequest) -> None:
+    def _spawn_answer(self, fut: asyncio.Future[Any], result: Any, after: list[asyncio.Future[Any]]) -> None:
+        async def answer() -> None:
+            if after:
+                await asyncio.wait(after, timeout=SHUTDOWN_DELIVERY_WAIT_S)
+            if not fut.done():
+                fut.set_result(result)
+
+        task = asyncio.ensure_future(answer())
+        self._answers.add(task)
+        task.add_done_callback(self._answers.discard)
+
+    def _send(self, req: BrokerRequest) -> asyncio.Future[Any] | None:
         fut = self.channel.send(req.broker_id, req.message, req.api_version)
         if fut is None:
-            return
+            return None
         msg = req.message
         if isinstance(msg, StopReplicaRequest) and any(
                 p.delete_partition for t in msg.topic_states for p in t.partition_states):
@@ -538,3 +555,4 @@ class ControllerRunner:
                 self.enqueue(TopicDeletionStopReplicaResult(broker_id, errors, resp.error_code))
 
             fut.add_done_callback(done)
+        return fut
