@@ -12,6 +12,8 @@ seconds; every wait is a condition with a deadline, never a sleep deciding an ou
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError, Producer
 
@@ -92,6 +94,7 @@ def test_twenty_leader_kills_and_a_controller_kill_lose_duplicate_and_misplace_n
     load = start_load(tmp_path, cluster, topic, partitions)
     try:
         for cycle in range(20):
+            started = time.monotonic()
             p = cycle % partitions
             before = partition_state(cluster, topic, p)
             victim = before["leader"]
@@ -101,6 +104,8 @@ def test_twenty_leader_kills_and_a_controller_kill_lose_duplicate_and_misplace_n
             wait_for_acks(load, acked + 20, f"cycle {cycle}: acks from the new leader of {topic}-{p}")
             faults.restart(cluster.brokers[victim])
             wait_for_full_isr(cluster, topic, partitions)
+            print(f"cycle {cycle}: killed leader {victim} of {topic}-{p}, back in every ISR after "
+                  f"{time.monotonic() - started:.1f} s")
 
         controller, epoch = cluster.controller()
         faults.kill9(cluster.brokers[controller])
