@@ -15,7 +15,7 @@ from cluster import znodes
 from kbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from wire.error_codes import ErrorCode
-from wire.messages import AlterPartitionRequest, MetadataRequest
+from wire.messages import AlterPartitionRequest, ApiVersionsRequest, MetadataRequest
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -117,6 +117,14 @@ def test_a_wrong_leader_epoch_is_fenced_or_sent_back_as_not_controller(cluster):
         ErrorCode.FENCED_LEADER_EPOCH
     assert only(alter(cluster, [1], current["leader_epoch"] + 1, version)).error_code == ErrorCode.NOT_CONTROLLER
     assert state(cluster) == (current, version)
+
+
+def test_alter_partition_is_not_advertised_but_the_reassignment_apis_are(cluster):
+    versions = asyncio.run(send_once("127.0.0.1", cluster.brokers[1].port, ApiVersionsRequest(
+        client_software_name="test", client_software_version="1"), 3, "test"))
+    keys = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+    assert 56 not in keys
+    assert (keys[45], keys[46]) == ((0, 0), (0, 0))
 
 
 def test_alter_partition_is_refused_by_a_broker_that_is_not_the_controller_or_from_an_unregistered_one(cluster):
