@@ -147,8 +147,12 @@ def test_a_leader_frozen_past_its_session_acknowledges_nothing_after_and_truncat
         load.kill()
     assert_no_failed_deliveries(done, load)
     # a write acknowledged by the zombie after its deposition would be a record that is lost
-    # or an offset holding two values: verify fails on both
+    # or an offset holding two values: verify fails on both; a divergent tail it kept would
+    # make its segments differ from the new leader's below the high watermark
     verify(cluster, topic, partitions, [load.out], tmp_path)
+    truncations = [line.split(" INFO ")[-1].strip() for line in cluster.brokers[zombie].output
+                   if "truncating" in line]
+    print(f"zombie leader {zombie}: {len(truncations)} truncation(s) on rejoining: {truncations}")
 
 
 # -- a wiped follower ---------------------------------------------------------------------------
