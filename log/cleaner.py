@@ -9,7 +9,11 @@ of each active producer.  Output: new segments written next to the log's files w
 which the log is now clean (:class:`CleanerOutput`).  Nothing here touches the ``Log`` or its
 ``LogSegment`` objects, so :meth:`Cleaner.clean` may run in a worker thread while the owner
 keeps appending, reading, rolling and deleting; the owner decides afterwards whether the
-output still applies (``CleaningJob.commit``).
+output still applies (``CleaningJob.commit``).  It may as well run in another process:
+``CleaningPlan.portable()`` pickles (the clock becomes a ``FixedClock`` at the cleaning's
+time), ``with_fds`` puts the worker's own descriptors of the same files in it,
+``clean_to_summary`` returns what was written as plain data (``CleaningSummary``) and
+``reopen_output`` makes the owner's ``CleanerOutput`` of it.
 
 Steps, as Kafka's ``doClean``:
 

@@ -11,11 +11,17 @@ calls the broker makes, from threads of its choosing:
    its file descriptor, its size, mtime and index sizes; the config; the time; the
    producers' last batches (cleaner.py's ``CleaningPlan``).  No data is read; the job holds
    one extra file descriptor per segment until it ends.
-2. ``job.prepare()`` - **long** (the whole cleaning's I/O and CPU).  Builds the offset map
-   and writes the ``.cleaned`` segments from the snapshot only, holding no lock and never
-   touching the ``Log``, so appends, reads, rolls, retention and deletion go on meanwhile.
-   ``job.cancel()`` (any thread) makes it stop at the next chunk.  Never raises: a failure is
-   kept in ``job.error`` and reported by ``commit``.
+2. ``job.prepare(run=None)`` - **long** (the whole cleaning's I/O and CPU).  Builds the
+   offset map and writes the ``.cleaned`` segments from the snapshot only, holding no lock
+   and never touching the ``Log``, so appends, reads, rolls, retention and deletion go on
+   meanwhile.  In the calling thread, or, given a ``run`` (a ``PrepareRunner``), wherever
+   that has it done: the broker's runs it in a worker process (kbroker/cleaner_processes.py)
+   from ``plan.portable()`` and the snapshot's descriptors, and gets back a
+   ``CleaningSummary``; the written segments are then reopened here by name, and if the
+   runner failed (e.g. its process was killed) every ``.cleaned`` file the plan could have
+   left is removed.  ``job.cancel()`` (any thread) makes it stop at the next chunk (a runner
+   forwards ``job.cancelled``).  Never raises: a failure is kept in ``job.error`` and
+   reported by ``commit``.
 3. ``result = job.commit()`` - **short**, after ``prepare`` returned.  Under the log's
    ``replace_lock`` (so retention, truncation and close wait for it) and, for the checks
    and the in-memory swap only, its lock (appends wait for those, never for an fsync), checks that the log did not change
@@ -34,12 +40,14 @@ calls the broker makes, from threads of its choosing:
 Threads: each step may run on any thread (one step of a job at a time, in order): the log's
 mutations take ``Log.lock`` (a swap also ``Log.replace_lock``, taken first), segment lookups are lock-free (``LogSegments`` is copy-on-write),
 the cleaner's bookkeeping has its own lock (lock order: cleaner manager, then a log).  In
-CPython ``prepare`` still competes for the GIL with request handling (see
-bench/cleaner_bench.py).
+CPython a ``prepare`` run in a thread competes for the GIL with request handling, which is
+why the broker runs it in a worker process (bench/cleaner_bench.py measures both).
 
 Aborting is always safe, and so is a crash at any point (loader.py completes or undoes the
-swap).  A log whose cleaning failed with an unexpected error (e.g. a corrupt batch) is marked
-uncleanable and skipped from then on, as Kafka does.  ``clean_once()`` runs the three steps
+swap), of the broker or of a worker process (it only ever writes ``.cleaned`` files).  A log
+whose cleaning failed with an unexpected error (e.g. a corrupt batch) is marked uncleanable
+and skipped from then on, as Kafka does; a ``LogCleaningAbortedError`` (a cancel, a worker
+that died) only aborts.  ``clean_once()`` runs the three steps
 in the calling thread (tests, tools).
 """
 
