@@ -22,7 +22,9 @@ thread does; ZooKeeper watches only enqueue an item, and the item re-reads what 
   Kafka's ``PartitionReassignmentHandler``): content the controller has not seen yet
   becomes ZkPartitionReassignment.
 * Before BecameController and each BrokerChange, the topics' ``unclean.leader.election.enable``
-  overrides are read from ``/config/topics`` (the controller's config consults them).
+  overrides are read from ``/config/topics`` (the controller's config consults them);
+  ``config_changes`` (a child watch on ``/config/changes``) re-reads them and a topic that
+  turned it on gets TopicUncleanLeaderElectionEnable (Kafka's TopicConfigHandler hook).
 * AlterPartition, AlterPartitionReassignments and ListPartitionReassignments (``_ask``:
   answered once the event's writes are done; a failed write answers NOT_CONTROLLER).
 * ControlledShutdown and ElectLeaders requests (answered through a future once the
@@ -69,6 +71,7 @@ from cluster.controller import (
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResult,
+    TopicUncleanLeaderElectionEnable,
     ZkDeleteTree,
     ZkPartitionReassignment,
     ZkWrite,
@@ -126,6 +129,7 @@ class ControllerRunner:
         # Topics whose /config/topics/<t> sets unclean.leader.election.enable, as read before
         # each failover and broker change (the events that elect offline partitions).
         self._unclean: dict[str, bool] = {}
+        self._unclean_default = unclean_leader_election
         self._last_sent: list[tuple[int, asyncio.Future[Any] | None]] = []  # the last output's sends
         self._answers: set[asyncio.Task[None]] = set()
         self.channel = BrokerChannel(client_id=f"broker-{broker_id}-controller")
@@ -336,6 +340,8 @@ class ControllerRunner:
             await self._preferred_replica_election()
         elif isinstance(item, tuple) and item[0] == "reassign":
             await self._reassign_znode_changed()
+        elif item == "config_changes":
+            await self._topic_configs_changed()
         elif item == "deletions":
             topics = await self.zk.children(znodes.DELETE_TOPICS_PATH, watch=self._watch("deletions"))
             await self._apply(self.controller.handle(TopicDeletion(frozenset(topics))))
@@ -418,7 +424,7 @@ class ControllerRunner:
         self._set_active_controller(self.broker_id)
         log.info("broker %d is the controller now, epoch %d (epoch zk version %d)",
                  self.broker_id, seen.new_epoch, seen.new_epoch_zk_version)
-        self._armed -= {"brokers", "topics", "deletions", "preferred"}
+        self._armed -= {"brokers", "topics", "deletions", "preferred", "config_changes"}
         self._armed = {k for k in self._armed if not k.startswith("topic:")}
         await self.zk.children(znodes.BROKER_IDS_PATH, watch=self._watch("brokers"))
         await self.zk.children(znodes.TOPICS_PATH, watch=self._watch("topics"))
@@ -426,6 +432,7 @@ class ControllerRunner:
         # the znode's creation fires it; a request already there is in BecameController
         await self.zk.exists(znodes.PREFERRED_REPLICA_ELECTION_PATH, watch=self._watch("preferred"))
         await self._arm_reassign()
+        await self.zk.children(znodes.CONFIG_CHANGES_PATH, watch=self._watch("config_changes"))
         event: BecameController = await read_cluster(self.zk, seen.new_epoch, seen.new_epoch_zk_version)
         self._unclean = await read_unclean_overrides(self.zk, sorted(event.topics))
         for name in event.topics:
@@ -434,6 +441,18 @@ class ControllerRunner:
         await self._apply(self.controller.handle(event))
         if self.is_active:
             self._ready.set()
+
+    async def _topic_configs_changed(self) -> None:
+        await self.zk.children(znodes.CONFIG_CHANGES_PATH, watch=self._watch("config_changes"))
+        ctx = self.controller.context
+        if ctx is None:
+            return
+        before = self._unclean
+        self._unclean = await read_unclean_overrides(self.zk, sorted(ctx.all_topics))
+        for topic in sorted(self._unclean):
+            if self._unclean[topic] and not before.get(topic, self._unclean_default):
+                log.info("unclean leader election enabled for topic %s", topic)
+                await self._apply(self.controller.handle(TopicUncleanLeaderElectionEnable(topic)))
 
     # -- /admin/reassign_partitions ------------------------------------------------------
 

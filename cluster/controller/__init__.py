@@ -32,6 +32,7 @@ from cluster.controller.events import (
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResult,
+    TopicUncleanLeaderElectionEnable,
     ZkPartitionReassignment,
     ZkWriteResult,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "TopicChange",
     "TopicDeletion",
     "TopicDeletionStopReplicaResult",
+    "TopicUncleanLeaderElectionEnable",
     "ZkDeleteTree",
     "ZkPartitionReassignment",
     "ZkWrite",

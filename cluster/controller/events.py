@@ -33,6 +33,7 @@ __all__ = [
     "TopicChange",
     "TopicDeletion",
     "TopicDeletionStopReplicaResult",
+    "TopicUncleanLeaderElectionEnable",
     "ZkPartitionReassignment",
     "ZkWriteResult",
 ]
@@ -162,6 +163,13 @@ class ListPartitionReassignments:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicUncleanLeaderElectionEnable:
+    """A topic's ``unclean.leader.election.enable`` was turned on: elect its offline partitions."""
+
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
 class AutoLeaderRebalance:
     """The ``leader.imbalance.check.interval.seconds`` tick (``AutoPreferredReplicaLeaderElection``)."""
 
@@ -190,5 +198,5 @@ Event = (
     BecameController | BrokerChange | TopicChange | PartitionModifications | TopicDeletion
     | TopicDeletionStopReplicaResult | ControlledShutdown | ReplicaLeaderElection
     | AutoLeaderRebalance | AlterPartition | ApiPartitionReassignment | ZkPartitionReassignment
-    | ListPartitionReassignments | ZkWriteResult | Resign
+    | ListPartitionReassignments | TopicUncleanLeaderElectionEnable | ZkWriteResult | Resign
 )

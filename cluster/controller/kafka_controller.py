@@ -30,6 +30,8 @@ What each event does (the Kafka method it ports):
 * ``ApiPartitionReassignment`` / ``ZkPartitionReassignment`` / ``ListPartitionReassignments``
   (``processApiPartitionReassignment``, ``processZkPartitionReassignment``,
   ``processListPartitionReassignments``): ``reassignment``.
+* ``TopicUncleanLeaderElectionEnable`` (``processTopicUncleanLeaderElectionEnable``): the
+  topic's offline partitions are elected again, now allowed to pick an out-of-sync replica.
 
 Not ported yet: log dir failures, broker feature checks and the per-broker ``/brokers/ids/<id>`` modification
 handler.
@@ -78,6 +80,7 @@ from cluster.controller.events import (
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResult,
+    TopicUncleanLeaderElectionEnable,
     ZkPartitionReassignment,
     ZkWriteResult,
 )
@@ -150,6 +153,9 @@ class Controller:
             reassignment.zk_reassignment(step, event.partitions)
         elif isinstance(event, ListPartitionReassignments):
             step.out.listed = dict(reassignment.list_reassignments(step, event.partitions))
+        elif isinstance(event, TopicUncleanLeaderElectionEnable):
+            # processTopicUncleanLeaderElectionEnable: the config reads true by now.
+            trigger_online_partition_state_change(step, event.topic)
         else:  # pragma: no cover - Event is closed
             raise TypeError(f"unknown controller event {event!r}")
         return step.output()

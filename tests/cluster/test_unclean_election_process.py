@@ -1,14 +1,22 @@
 """``unclean.leader.election.enable`` as a topic override, honoured by the controller (real
 ZooKeeper, three kbroker processes): with the whole ISR gone, the topic that allows it gets
 its out-of-sync replica as leader (RECOVERING, KIP-704), the one that does not stays
-leaderless (Kafka's default since 0.11, KIP-106)."""
+leaderless (Kafka's default since 0.11, KIP-106) until the override is turned on, which
+elects it at once (Kafka's TopicUncleanLeaderElectionEnable)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from cluster import znodes
 from tests.cluster.cluster_processes import Cluster, wait_until
@@ -53,3 +61,14 @@ def test_only_the_topic_that_allows_it_elects_an_out_of_sync_replica_when_its_is
     assert dirty["isr"] == [2]
     clean = state(cluster, "clean")
     assert (clean["leader"], clean["isr"]) == (-1, [1])
+
+    # Turning the override on for "clean" (IncrementalAlterConfigs on any broker) elects it.
+    resource = ConfigResource(ResourceType.TOPIC, "clean", incremental_configs=[
+        ConfigEntry("unclean.leader.election.enable", "true",
+                    incremental_operation=AlterConfigOpType.SET)])
+    cluster.wait_serving()
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap})  # the live brokers
+    for f in client.incremental_alter_configs([resource], request_timeout=60).values():
+        f.result(60)
+    wait_until(lambda: state(cluster, "clean")["leader"] == 2, "clean led by broker 2")
+    assert state(cluster, "clean")["isr"] == [2]
