@@ -9,6 +9,7 @@ import signal
 import sys
 
 from cluster.coordination import CoordinationError
+from kbroker import stack_dump
 from kbroker.broker import Broker, new_event_loop
 from kbroker.config import ConfigError, load_config
 from log.log_dir_checks import LogDirError
@@ -29,6 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
         await broker.start_async()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        stack_dump.install(loop)
         await stop.wait()
         logging.getLogger("kbroker").info("shutting down")
         await broker.stop_async()

@@ -14,8 +14,16 @@ Its jobs, and nothing else:
   as one batch to its group's partition, its outcome (NONE, or the log's error code) is
   reported with ``Result.appended``, follow-ups likewise, and only then does the call's
   answer leave.  A failed append is an answer (the coordinator maps it to Kafka's group or
-  offset error), never a closed connection.  The append is synchronous (``Log`` on the
-  loop, as every produce); an acks=all append would await each write before ``appended``.
+  offset error), never a closed connection.  The append itself is synchronous (``Log``
+  on the loop, as every produce).  In cluster mode it is an acks=all append, as Kafka's
+  coordinator makes (``offsets.commit.required.acks`` = -1): refused with
+  NOT_ENOUGH_REPLICAS while the ISR is below ``min.insync.replicas``, and its outcome is
+  known only once the ISR has the batch (the produce purgatory, at most
+  ``offsets.commit.timeout.ms``: REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+  NOT_LEADER_OR_FOLLOWER otherwise), so a commit that was answered survives the loss of
+  the coordinator's broker.  Writes are appended in call order at once; only the waiting
+  for replication is asynchronous (other calls go on meanwhile: the coordinator's
+  continuations re-check the group, as Kafka's callbacks do).
 * Parked JoinGroup/SyncGroup: the coordinator's pending handle resolves an asyncio future.
 * Timers: after every coordinator call an event-loop timer is armed for the coordinator's
   next deadline, so a delayed join or a session expiry fires on time (Kafka's purgatory
@@ -26,6 +34,7 @@ Its jobs, and nothing else:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +69,7 @@ class GroupService:
         self._timer_deadline_ms: int | None = None
         self._partitions_fixed = False
         self._loaded_partitions: set[int] = set()  # __consumer_offsets partitions replayed
+        self._replicating: set[asyncio.Task[None]] = set()  # acks=all appends being waited on
         static = getattr(state, "static_config", None)  # unit tests drive a bare state
         if static is not None and static.cluster_mode:
             # owned partition by partition as leadership arrives (offsets_leadership)
@@ -174,21 +184,53 @@ class GroupService:
                  GROUP_METADATA_TOPIC, index)
 
     # ------------------------------------------------------------ results
-    def apply(self, result: Result) -> None:
+    def apply(self, result: Result) -> asyncio.Task[None] | None:
         """Store a coordinator call's writes, report their outcomes, and do the same for
-        the follow-ups; afterwards the call's answers may leave."""
+        the follow-ups; afterwards the call's answers may leave.  None when that is done
+        now; in cluster mode a call with writes waits for their replication: the task
+        that finishes it."""
+        if result.writes and self._replicated():
+            task = asyncio.get_running_loop().create_task(self._apply_replicated(result))
+            self._replicating.add(task)
+            task.add_done_callback(self._replicating.discard)
+            return task
         current: Result | None = result
         while current is not None:
-            current = current.appended([self.append(w) for w in current.writes])
+            current = current.appended([self.append(w)[0] for w in current.writes])
         self._arm_timer()
+        return None
 
-    def append(self, write: Write) -> ErrorCode:
-        """Append one write as one batch to its group's partition; the log's error code if
-        that failed (Kafka's ReplicaManager answers the same codes to the coordinator)."""
+    def _replicated(self) -> bool:
+        cluster = getattr(self.state, "cluster", None)
+        return cluster is not None and getattr(cluster, "replicas", None) is not None
+
+    async def _apply_replicated(self, result: Result) -> None:
+        cluster: Any = self.state.cluster
+        timeout_ms = self.state.config["offsets.commit.timeout.ms"]
+        current: Result | None = result
+        try:
+            while current is not None:
+                appended = [self.append(w, required_acks=-1) for w in current.writes]
+                required: dict[tuple[str, int], int] = {}
+                for code, tp, end in appended:
+                    if code is ErrorCode.NONE:
+                        required[tp] = max(required.get(tp, 0), end)
+                replicated = await cluster.replicas.delayed_produce.wait(required, timeout_ms) \
+                    if required else {}
+                current = current.appended([replicated[tp] if code is ErrorCode.NONE else code
+                                            for code, tp, _ in appended])
+        finally:
+            self._arm_timer()
+
+    def append(self, write: Write, required_acks: int = 1) -> tuple[ErrorCode, tuple[str, int], int]:
+        """Append one write as one batch to its group's partition: (NONE or the log's error
+        code (Kafka's ReplicaManager answers the same codes to the coordinator), the
+        partition, the offset after the batch, -1 on error)."""
+        tp = (GROUP_METADATA_TOPIC, -1)
         try:
             self.ensure_topic()
-            index = self.coordinator.partition_for(write.group_id)
-            partition = self.state.partition(GROUP_METADATA_TOPIC, index)
+            tp = (GROUP_METADATA_TOPIC, self.coordinator.partition_for(write.group_id))
+            partition = self.state.partition(*tp)
             if partition is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
@@ -196,33 +238,38 @@ class GroupService:
                 batch = bytearray(build_batch([
                     (bytes(r.key), None if r.value is None else bytes(r.value), [], now)
                     for r in write.records]))
-                partition.log.append_as_leader(batch, partition.leader_epoch,
-                                               origin=AppendOrigin.COORDINATOR)
-                return ErrorCode.NONE
+                info = partition.append_records_as_leader(
+                    memoryview(batch), required_acks, origin=AppendOrigin.COORDINATOR)
+                return ErrorCode.NONE, tp, info.last_offset + 1
         except LogError as e:
             code = e.error
             log.warning("appending %d record(s) of group %s to %s failed: %s %s",
                         len(write.records), write.group_id, GROUP_METADATA_TOPIC, code.name, e)
-            return code
+            return code, tp, -1
         except OSError:
-            code = ErrorCode.KAFKA_STORAGE_ERROR
             log.exception("appending %d record(s) of group %s to %s failed with an I/O error",
                           len(write.records), write.group_id, GROUP_METADATA_TOPIC)
-            return code
+            return ErrorCode.KAFKA_STORAGE_ERROR, tp, -1
         except Exception:
             log.exception("appending %d record(s) of group %s to %s failed",
                           len(write.records), write.group_id, GROUP_METADATA_TOPIC)
-            return ErrorCode.UNKNOWN_SERVER_ERROR
+            return ErrorCode.UNKNOWN_SERVER_ERROR, tp, -1
         log.warning("appending %d record(s) of group %s to %s failed: %s", len(write.records),
                     write.group_id, GROUP_METADATA_TOPIC, code.name)
-        return code
+        return code, tp, -1
 
     def answer(self, result: Result) -> Any:
         """The handler's return value: the response now, or an awaitable of it."""
-        self.apply(result)
+        replicating = self.apply(result)
+        if replicating is not None:
+            return self._answer_after(replicating, result)
         if result.pending is None:
             return result.response
+        return self._pending_response(result)
+
+    def _pending_response(self, result: Result) -> Any:
         pending = result.pending
+        assert pending is not None
         if pending.done():
             return pending.response
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -234,10 +281,16 @@ class GroupService:
         pending.add_done_callback(done)
         return fut
 
+    async def _answer_after(self, replicating: asyncio.Task[None], result: Result) -> Any:
+        await replicating
+        if result.pending is None:
+            return result.response
+        return await _maybe_await(self._pending_response(result))
+
     def tick(self) -> None:
         deadline = self.coordinator.next_deadline_ms()
         if deadline is not None and deadline <= self.state.clock.milliseconds():
-            self.apply(self.coordinator.poll())
+            self.apply(self.coordinator.poll())  # a replicated write finishes in its task
 
     def _arm_timer(self) -> None:
         """Keep one loop timer at the coordinator's next deadline (ms on the broker clock)."""
@@ -260,3 +313,7 @@ class GroupService:
         self._timer = self._timer_deadline_ms = None
         self.tick()
         self._arm_timer()  # tick() re-arms only when a deadline had passed
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

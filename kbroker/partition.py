@@ -31,6 +31,7 @@ from cluster.partition_state import IsrProposal, PartitionState
 from log.config import LogConfig
 from log.errors import LogError, OffsetOutOfRangeError, PolicyViolationError
 from log.log import FetchIsolation, Log
+from log.producer_state import AppendOrigin
 from log.types import LogAppendInfo
 from wire.error_codes import ErrorCode
 
@@ -208,8 +209,10 @@ class Partition:
         self.log.maybe_increment_log_start_offset(target, "ClientRecordDeletion")
         return self.log.log_start_offset
 
-    def append_records_as_leader(self, records: memoryview, required_acks: int = 1) -> LogAppendInfo:
-        """Validate, assign offsets in place and append; wakes parked fetches.
+    def append_records_as_leader(self, records: memoryview, required_acks: int = 1,
+                                 origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Validate, assign offsets in place and append; wakes parked fetches.  ``origin``:
+        CLIENT for produce, COORDINATOR for the group coordinator's own records.
         Raises log.errors.LogError subclasses (each names the Kafka error to answer)."""
         rep = self.replication
         if rep is not None and required_acks == -1 and rep.is_under_min_isr(self.min_insync_replicas):
@@ -217,7 +220,7 @@ class Partition:
                 f"The size of the current ISR {set(rep.isr)} is insufficient to satisfy the min.isr "
                 f"requirement of {rep.effective_min_isr(self.min_insync_replicas)} for partition "
                 f"{self.topic}-{self.index}")
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
         if not info.duplicate:
             self.waiters.notify((self.topic, self.index))
         return info

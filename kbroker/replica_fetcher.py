@@ -119,6 +119,7 @@ class ReplicaFetcher:
         self.endpoint = endpoint
         self.partitions: dict[TopicPartition, _PartitionFetch] = {}
         self._changed = asyncio.Event()
+        self._closing = False
         self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._correlation = itertools.count(1)
         self._task = asyncio.ensure_future(self._run())
@@ -148,18 +149,23 @@ class ReplicaFetcher:
             self._drop_connection()
 
     async def close(self) -> None:
-        self._task.cancel()
-        try:
-            await self._task
-        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - closing
-            pass
+        self._closing = True
+        self._changed.set()
+        # Python 3.11's asyncio.wait_for can swallow a cancellation that races with its inner
+        # future finishing (gh-86296, fixed in 3.12): cancel until the task has really ended,
+        # and the loop stops on its own at its next turn.
+        while not self._task.done():
+            self._task.cancel()
+            await asyncio.wait({self._task}, timeout=1.0)
+        if not self._task.cancelled() and self._task.exception() is not None:
+            log.debug("replica fetcher for broker %d ended with %r", self.leader_id, self._task.exception())
         self._drop_connection()
 
     # -- the loop ------------------------------------------------------------------------
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._closing:
             now = loop.time()
             ready = {tp: pf for tp, pf in self.partitions.items() if not pf.fenced and pf.delayed_until <= now}
             if not ready:

@@ -108,8 +108,14 @@ class BrokerProcess:
         try:
             rc = self.proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
+            # a broker that does not finish shutting down: its task and thread stacks into
+            # the output (kbroker/stack_dump.py) for the failure report, then kill -9
+            self.proc.send_signal(signal.SIGUSR1)
+            try:
+                rc = self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                rc = self.proc.wait()
         if self._reader is not None:
             self._reader.join(5)
         self.proc = None

@@ -31,6 +31,12 @@ class _Log:
         if self.fail is not None:
             raise self.fail
         self.batches.append(bytes(records))
+        return _Appended(len(self.batches) - 1)
+
+
+@dataclass
+class _Appended:
+    last_offset: int
 
 
 class _Partition:
@@ -40,6 +46,9 @@ class _Partition:
 
     def __init__(self) -> None:
         self.log = _Log()
+
+    def append_records_as_leader(self, records, required_acks=1, origin=None):
+        return self.log.append_as_leader(records, self.leader_epoch, origin)
 
 
 @dataclass
