@@ -10,10 +10,12 @@ qualifies.  Only the long part, reading the segments, building the offset map an
 handling on the event loop keeps its latency while a log is cleaned (bench/cleaner_bench.py).
 The thread only waits on the worker's pipe (GIL released).
 
-The worker: a process of the ``forkserver`` context (never a fork of this process, which has
-an event loop and threads running), started when its loop first has a job, kept for the next
-ones.  Per job it receives ``CleaningPlan.portable()`` over a duplex pipe (a Unix socket) and
-then the plan's *file descriptors* (``SCM_RIGHTS``, at most ``_FDS_PER_MESSAGE`` a message),
+The worker: a fresh interpreter (``sys.executable -c _BOOT``; never a fork of this process,
+which has an event loop and threads running), started by its loop's thread when it first has
+a job, kept for the next ones, at nice 10.  It gets one end of a socket pair, a one-byte
+shared memory file (the cancel flag) and the broker's sys.path.  Per job it receives
+``CleaningPlan.portable()`` over the socket (pickled, multiprocessing's ``Connection``
+framing) and then the plan's *file descriptors* (``SCM_RIGHTS``, at most ``_FDS_PER_MESSAGE`` a message),
 runs ``log.cleaner.clean_to_summary`` and answers ``("ok", CleaningSummary)`` or ``("error",
 exception)``; the job then reopens the ``.cleaned`` segments by name and commits as in thread
 mode.  Why descriptors and not paths: the grab ``dup``s each source's descriptor under the
@@ -29,8 +31,9 @@ cancel is terminated, then killed.  A worker that dies (kill -9, OOM killer) fai
 ``CleanerWorkerError`` (a ``LogCleaningAbortedError``: the log is not marked uncleanable, it
 was not its fault); ``prepare`` removes every ``.cleaned`` file the plan could have left, the
 commit aborts, nothing changes, and the loop starts a new worker for its next job.  A worker
-whose broker dies exits too: it gets SIGKILL when its parent (the fork server, which exits
-with the broker) dies, and its ``check_done`` also stops it when its parent changed.
+whose broker dies goes too: it asked for SIGKILL on its parent's death (prctl), its
+``check_done`` also stops it when its parent changed, and an idle one reads the socket's end.
+Otherwise it could go on writing ``.cleaned`` files beside a restarted broker's.
 
 Throttling: ``log.cleaner.io.max.bytes.per.second`` is shared by all of Kafka's cleaner
 threads; each worker paces itself at that rate / ``log.cleaner.threads`` (same total).
@@ -43,12 +46,15 @@ before the logs close.  A kill -9 at any point is recovered by the loader.
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
-import multiprocessing
+import mmap
 import os
 import pickle
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -111,25 +117,17 @@ def _picklable(e: BaseException) -> BaseException:
         return RuntimeError(f"{type(e).__name__}: {e}")
 
 
-def _worker_main(conn: Connection, cancel: ctypes.c_bool, config: CleanerConfig, rate: float,
-                 hook: Callable[[CleaningPlan], None] | None) -> None:
+def _worker_main(conn: Connection, cancel: mmap.mmap, config: CleanerConfig, rate: float,
+                 hook: Callable[[CleaningPlan], None] | None, parent: int) -> None:
     """The worker's loop: a plan, its descriptors, the answer; until None or the pipe's end."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is for the broker to handle
-    _die_with_parent()
-    try:
-        os.nice(_WORKER_NICENESS)
-    except OSError:
-        pass
-    parent = os.getppid()
     cleaner = Cleaner(0, SkimpyOffsetMap(config.dedupe_buffer_per_thread, config.hash_algorithm),
                       config.io_buffer_per_thread, config.dedupe_buffer_load_factor, Throttler(rate))
-
     plan: CleaningPlan | None = None
 
     def check_done() -> None:
         if hook is not None:
             hook(plan)
-        if cancel.value:
+        if cancel[0]:
             raise LogCleaningAbortedError("cleaning cancelled")
         if os.getppid() != parent:
             raise LogCleaningAbortedError("the broker is gone")
@@ -156,26 +154,68 @@ def _worker_main(conn: Connection, cancel: ctypes.c_bool, config: CleanerConfig,
             return
 
 
+def worker_entry(sock_fd: int, cancel_fd: int, parent: int) -> None:
+    """The worker process's start (see ``_BOOT``): its end of the socket pair, the shared
+    cancel byte, the broker's pid; then ``(config, rate, hook)`` as the first message."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is for the broker to handle
+    _die_with_parent()
+    if os.getppid() != parent:  # died before the prctl took effect
+        return
+    try:
+        os.nice(_WORKER_NICENESS)
+    except OSError:
+        pass
+    cancel = mmap.mmap(cancel_fd, 1)
+    os.close(cancel_fd)
+    conn = Connection(sock_fd)
+    try:
+        config, rate, hook = conn.recv()
+    except (EOFError, OSError):
+        return
+    _worker_main(conn, cancel, config, rate, hook, parent)
+
+
+# The worker runs this with the broker's sys.path (argv[1], JSON): a fresh interpreter, not a
+# fork of the broker (threads, an event loop) nor multiprocessing's spawn (which re-imports
+# the broker's __main__ module in the child, so an embedder without a main guard would fail)
+_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+         "from kbroker.cleaner_processes import worker_entry; "
+         "worker_entry(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))")
+
+
 # ---------------------------------------------------------------------- in the broker
 class CleanerWorker:
-    """One worker process and its pipe.  ``run`` is a ``log_cleaner.PrepareRunner``; one job
-    at a time (its loop's thread).  ``close`` ends the process."""
+    """One worker process and its socket.  ``run`` is a ``log_cleaner.PrepareRunner``; one job
+    at a time (its loop's thread).  ``close`` ends the process.  The worker gets SIGKILL if
+    the thread that created it ends first (Linux's parent-death signal follows the thread):
+    create it on a thread that outlives it (``CleanerProcesses`` uses its loop's thread).
+    ``hook``: called by the worker per chunk with the plan (tests: a module-level function,
+    pickled by name)."""
 
-    def __init__(self, config: CleanerConfig, name: str, context: str = "forkserver",
-                 cancel_grace_s: float = 30.0, hook: Callable[[CleaningPlan], None] | None = None) -> None:
-        ctx = multiprocessing.get_context(context)
-        if context == "forkserver":  # each worker forks from a server that has imported this module
-            ctx.set_forkserver_preload([__name__])
+    def __init__(self, config: CleanerConfig, name: str, cancel_grace_s: float = 10.0,
+                 hook: Callable[[CleaningPlan], None] | None = None) -> None:
+        self.name = name
         self.cancel_grace_s = cancel_grace_s
-        self._cancel = ctx.RawValue(ctypes.c_bool, False)
-        self.conn, child = ctx.Pipe(duplex=True)
-        rate = config.max_io_bytes_per_second / max(config.num_threads, 1)
-        self.process = ctx.Process(target=_worker_main, args=(child, self._cancel, config, rate, hook),
-                                   name=name, daemon=True)
+        parent_sock, child_sock = socket.socketpair()
+        cancel_fd = os.memfd_create(f"{name}-cancel")
         try:
-            self.process.start()
+            os.ftruncate(cancel_fd, 1)
+            self._cancel = mmap.mmap(cancel_fd, 1)
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(child_sock.fileno()), str(cancel_fd),
+                 str(os.getpid())], pass_fds=(child_sock.fileno(), cancel_fd), stdin=subprocess.DEVNULL)
+        except BaseException:
+            parent_sock.close()
+            raise
         finally:
-            child.close()
+            child_sock.close()
+            os.close(cancel_fd)
+        self.conn = Connection(parent_sock.detach())
+        rate = config.max_io_bytes_per_second / max(config.num_threads, 1)
+        try:
+            self.conn.send((config, rate, hook))
+        except OSError:
+            pass  # it died already: the first run finds out
         self.jobs = 0  # jobs answered (tests, logs)
 
     @property
@@ -185,15 +225,20 @@ class CleanerWorker:
     @property
     def cancel_requested(self) -> bool:
         """The running job's cancel has been forwarded to the worker."""
-        return bool(self._cancel.value)
+        return bool(self._cancel[0])
+
+    @property
+    def exitcode(self) -> int | None:
+        """None while it runs; -N when killed by signal N."""
+        return self.process.poll()
 
     def alive(self) -> bool:
-        return self.process.is_alive() and not self.conn.closed
+        return self.process.poll() is None and not self.conn.closed
 
     def run(self, plan: CleaningPlan, cancelled: threading.Event) -> CleaningSummary:
         """Have the worker prepare ``plan``; returns once it no longer writes (see the module
         docstring for what each failure raises)."""
-        self._cancel.value = False
+        self._cancel[0] = 0
         try:
             self.conn.send(plan.portable())
             fds = [s.fd for s in plan.sources]
@@ -207,7 +252,8 @@ class CleanerWorker:
         while True:
             # wakes up for the answer or the worker's death; the timeout only bounds how late
             # a cancel (a threading.Event: no descriptor to wait on) is forwarded
-            ready = wait([self.conn, self.process.sentinel], timeout=0.1)
+            # (its end of the socket closes when it dies: only it holds that descriptor)
+            ready = wait([self.conn], timeout=0.1)
             if self.conn in ready:
                 try:
                     kind, value = self.conn.recv()
@@ -220,10 +266,10 @@ class CleanerWorker:
                     raise value
             if ready:
                 self.close()  # reaps it (terminates one that closed its pipe but lingers)
-                raise CleanerWorkerError(f"cleaner worker {self.pid} died (exit code {self.process.exitcode})")
+                raise CleanerWorkerError(f"cleaner worker {self.pid} died (exit code {self.exitcode})")
             if cancelled.is_set():
                 if cancelled_at is None:
-                    self._cancel.value = True
+                    self._cancel[0] = 1
                     cancelled_at = time.monotonic()
                 elif time.monotonic() - cancelled_at > self.cancel_grace_s:
                     self.close(0)
@@ -239,13 +285,15 @@ class CleanerWorker:
             except OSError:
                 pass
             self.conn.close()
-        self.process.join(timeout_s)
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join(timeout_s)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+        for end in (None, self.process.terminate, self.process.kill):
+            if end is not None:
+                end()
+            try:
+                self.process.wait(timeout_s)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        self.process.wait()
 
 
 class CleanerProcesses:
@@ -254,11 +302,10 @@ class CleanerProcesses:
     after it died).  ``hook``: called by the workers per chunk with the plan (tests: a
     module-level function, pickled by name)."""
 
-    def __init__(self, cleaner: LogCleaner, num_threads: int, backoff_ms: int, context: str = "forkserver",
-                 cancel_grace_s: float = 30.0, hook: Callable[[CleaningPlan], None] | None = None) -> None:
+    def __init__(self, cleaner: LogCleaner, num_threads: int, backoff_ms: int,
+                 cancel_grace_s: float = 10.0, hook: Callable[[CleaningPlan], None] | None = None) -> None:
         self.cleaner = cleaner
         self.hook = hook
-        self.context = context
         self.cancel_grace_s = cancel_grace_s
         self._backoff_s = backoff_ms / 1000.0
         self._stop = threading.Event()
@@ -277,10 +324,12 @@ class CleanerProcesses:
         with self._lock:
             w = self.workers[i]
             if w is None or not w.alive():
+                if w is not None:  # died while idle: reap it
+                    w.close()
                 if self._stop.is_set():
                     raise CleanerWorkerError("the cleaner is stopping")
                 try:
-                    w = CleanerWorker(self.cleaner.config, f"kafka-log-cleaner-process-{i}", self.context,
+                    w = CleanerWorker(self.cleaner.config, f"kafka-log-cleaner-process-{i}",
                                       self.cancel_grace_s, self.hook)
                 except Exception as e:
                     raise CleanerWorkerError(f"cannot start a cleaner worker: {e!r}") from e
@@ -293,6 +342,15 @@ class CleanerProcesses:
         def run(plan: CleaningPlan, cancelled: threading.Event) -> CleaningSummary:
             return self._worker(i).run(plan, cancelled)
 
+        try:
+            self._loop(run)
+        finally:  # on this thread: the worker's parent-death signal follows its creating thread
+            with self._lock:
+                w, self.workers[i] = self.workers[i], None
+            if w is not None:
+                w.close()
+
+    def _loop(self, run: Callable[[CleaningPlan, threading.Event], CleaningSummary]) -> None:
         while not self._stop.is_set():
             back_off = True
             try:
@@ -312,10 +370,10 @@ class CleanerProcesses:
         """Cancel cleanings under way, let their commits abort, end the loops and the workers."""
         self._stop.set()
         self.cleaner.shutdown()
-        for t in self._threads:
+        for t in self._threads:  # each closes its worker as it ends
             if t.is_alive():
                 t.join(timeout_s)
-        with self._lock:
+        with self._lock:  # workers of loops that did not end in time
             workers, self.workers = self.workers, [None] * len(self.workers)
         for w in workers:
             if w is not None:

@@ -1,6 +1,6 @@
 """The log cleaner's worker processes: prepare runs in another process, commit stays here.
 
-The workers are real processes of the forkserver context.  Where a test needs a worker caught
+The workers are real processes (kbroker/cleaner_processes.py).  Where a test needs a worker caught
 in the middle of writing its ``.cleaned`` segments, the worker's per-chunk hook
 (``stop_once_writing``) makes it SIGSTOP itself once a ``.cleaned`` log file exists, and the
 test waits for the stopped state (an event, not a delay) before killing or resuming it.
@@ -170,7 +170,7 @@ def test_stop_cancels_a_cleaning_under_way_and_the_worker_exits_by_itself(tmp_pa
 
     assert not stopping.is_alive()
     assert job.state is JobState.ABORTED and type(job.error) is LogCleaningAbortedError and "cancelled" in str(job.error)
-    assert worker.process.exitcode == 0  # it answered and was told to exit: not terminated
+    assert worker.exitcode == 0  # it answered and was told to exit: not terminated
     assert read_records(log) == pre and _files(log) == files and not _stray(log) and cleaner.cleaner_checkpoints() == {}
 
 
