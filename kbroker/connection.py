@@ -17,9 +17,36 @@ answered with UNKNOWN_SERVER_ERROR in the API's own layout
 (kbroker/error_responses.py), the traceback is logged once, and the connection goes on
 with the next request.  The one exception is Kafka's too: an acks=0 Produce has no
 response to carry the error, so its connection is closed.
-Reading pauses while too many responses are pending or the transport's write buffer is
-full (uvicorn-style flow control), so a slow reader cannot make the broker buffer
-without bound.
+Reading pauses while too many responses are pending, the transport's write buffer is
+full (uvicorn-style flow control), or a response is being sent raw (below), so a slow
+reader cannot make the broker buffer without bound: what a connection holds is at most
+``MAX_PENDING`` responses, and the record bytes of a Fetch response sent with sendfile
+are never in memory at all.
+
+Zero-copy Fetch.  A response part that is a :class:`~log.file_records.PinnedSlice`
+(records of a large slice, kbroker/record_sending.py) goes from the page cache to the
+socket with ``os.sendfile``.  Neither uvloop's transport nor its loop can sendfile
+(``loop.sendfile``/``sock_sendfile`` raise NotImplementedError), so the connection
+writes such a response itself, on the socket's descriptor, in *raw mode*:
+
+* Raw mode starts when a response with a slice is ready; from then on every part of
+  every later response is queued in ``_out`` (strict request order is kept by that one
+  queue) and written by ``_pump`` with ``os.writev`` (bytes) and ``os.sendfile`` (slices),
+  nothing through the transport.
+* ``_pump`` writes only once the transport's own write buffer is empty (bytes handed to
+  the transport before raw mode leave first; nothing is added to it during raw mode), so
+  the byte stream is the transport's bytes, then ``_out`` in order.
+* When the socket is full (EAGAIN or a short write), ``_pump`` waits for it to be writable
+  through a reader/writer registration on a ``dup`` of the socket's descriptor (the loops
+  refuse ``add_writer`` on a descriptor a transport owns; epoll is told about the dup, the
+  same socket).  That registration exists only while raw mode waits; it is removed, and the
+  dup closed, before the connection closes.
+* Raw mode ends when ``_out`` is empty; later responses without slices go through the
+  transport again.  Reading stays paused in raw mode.
+* A slice's descriptor is a dup taken at read time: retention or the cleaner deleting the
+  segment meanwhile does not stop its bytes (the inode lives until the dup is closed).  A
+  file shorter than the slice (sendfile returns 0: a truncation under the send) or a
+  socket error closes the connection: the frame cannot be completed.
 """
 
 from __future__ import annotations
@@ -35,6 +62,7 @@ import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.error_responses import CLOSE, error_response
 from kbroker.registry import INTER_BROKER, NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
+from log.file_records import PinnedSlice
 from wire.codec import decode_at
 from wire.errors import DecodeError, WireError
 from wire.framing import FrameDecoder, FrameError
@@ -52,6 +80,16 @@ if os.environ.get("KBROKER_TEST_FAIL_API"):   # a test seam: see kbroker/registr
 
 API_VERSIONS = 18
 MAX_PENDING = 64          # responses awaiting their turn before reading pauses
+_IOV_MAX = 1024           # parts per os.writev (Linux's IOV_MAX)
+
+
+class SendStats:
+    """Counters of the raw-mode sends of this process (tests and the bench read them)."""
+
+    sendfile_calls = 0      # os.sendfile calls that sent something
+    sendfile_bytes = 0      # record bytes sent with sendfile
+    slices = 0              # PinnedSlices sent whole
+    raw_waits = 0           # raw-mode episodes that had to wait for the socket to drain
 
 
 class _Slot:
@@ -74,6 +112,12 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = False
         self._read_paused = False
         self._write_paused = False
+        # raw mode (module docstring): parts not yet written, bytes already sent of _out[0]
+        # when it is a slice, the socket's descriptor, the dup watched while waiting
+        self._out: deque[Any] = deque()
+        self._slice_sent = 0
+        self._sock_fd = -1
+        self._wake_fd = -1
 
     # ------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -84,6 +128,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._end_raw_mode()
         self.state.connections.discard(self)
         for t in self.tasks:
             t.cancel()
@@ -227,15 +272,104 @@ class KafkaConnection(asyncio.Protocol):
                 parts += slot.parts
         transport = self.transport
         if parts and transport is not None and not self.closed:
-            transport.writelines(parts)
+            if self._out or any(type(p) is PinnedSlice for p in parts):
+                self._out.extend(parts)
+                self._pump()
+            else:
+                transport.writelines(parts)
         self._update_reading()
+
+    # ------------------------------------------------------------ raw mode (sendfile)
+    def buffered_bytes(self) -> int:
+        """Response bytes this connection holds in memory: the transport's buffer and the
+        bytes parts queued in raw mode (slices are on disk, not counted)."""
+        t = self.transport
+        held = t.get_write_buffer_size() if t is not None and not self.closed else 0
+        return held + sum(len(p) for p in self._out if type(p) is not PinnedSlice)
+
+    def _pump(self) -> None:
+        """Write ``_out`` in order on the socket itself until it is empty or the socket is
+        full (then wait for writability); see the module docstring."""
+        transport = self.transport
+        if self.closed or transport is None:
+            return
+        if transport.get_write_buffer_size():
+            self._wait_writable()   # the transport's bytes leave first
+            return
+        if self._sock_fd < 0:
+            self._sock_fd = transport.get_extra_info("socket").fileno()
+        out = self._out
+        try:
+            while out:
+                head = out[0]
+                if type(head) is PinnedSlice:
+                    left = head.length - self._slice_sent
+                    n = os.sendfile(self._sock_fd, head.fd, head.position + self._slice_sent, left)
+                    if n == 0:
+                        self._abort(f"{head.path} ended before the {head.length} bytes being sent "
+                                    f"from position {head.position}")
+                        return
+                    SendStats.sendfile_calls += 1
+                    SendStats.sendfile_bytes += n
+                    if n < left:
+                        self._slice_sent += n
+                        self._wait_writable()
+                        return
+                    out.popleft().close()
+                    self._slice_sent = 0
+                    SendStats.slices += 1
+                    continue
+                batch = []
+                for p in out:
+                    if type(p) is PinnedSlice or len(batch) == _IOV_MAX:
+                        break
+                    batch.append(p)
+                n = os.writev(self._sock_fd, batch)
+                for p in batch:
+                    size = len(p)
+                    if n >= size:
+                        n -= size
+                        out.popleft()
+                    else:
+                        out[0] = memoryview(p)[n:]
+                        self._wait_writable()
+                        return
+        except (BlockingIOError, InterruptedError):
+            self._wait_writable()
+            return
+        except OSError as e:
+            self._abort(f"send failed: {e}")
+            return
+        self._end_raw_mode()
+        self._update_reading()
+
+    def _wait_writable(self) -> None:
+        if self._wake_fd < 0:
+            loop = asyncio.get_running_loop()
+            self._wake_fd = os.dup(self._sock_fd if self._sock_fd >= 0
+                                   else self.transport.get_extra_info("socket").fileno())
+            loop.add_writer(self._wake_fd, self._pump)
+            SendStats.raw_waits += 1
+
+    def _end_raw_mode(self) -> None:
+        """Stop watching the socket (before its descriptor may close); on close, release
+        the slices never sent."""
+        if self._wake_fd >= 0:
+            asyncio.get_running_loop().remove_writer(self._wake_fd)
+            os.close(self._wake_fd)
+            self._wake_fd = -1
+        if self.closed:
+            while self._out:
+                p = self._out.popleft()
+                if type(p) is PinnedSlice:
+                    p.close()
 
     # ------------------------------------------------------------ flow control / closing
     def _update_reading(self) -> None:
         t = self.transport
         if t is None or self.closed:
             return
-        should_pause = self._write_paused or len(self.slots) >= MAX_PENDING
+        should_pause = self._write_paused or bool(self._out) or len(self.slots) >= MAX_PENDING
         if should_pause and not self._read_paused:
             self._read_paused = True
             t.pause_reading()
@@ -248,5 +382,6 @@ class KafkaConnection(asyncio.Protocol):
             return
         log.info("closing connection from %s: %s", self.peer, why)
         self.closed = True
+        self._end_raw_mode()   # the dup is unwatched and closed before the transport closes
         if self.transport is not None:
             self.transport.abort()

@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cluster.partition_state import IsrProposal, PartitionState
+from kbroker.record_sending import read_for_sending
 from log.config import LogConfig
 from log.errors import LogError, OffsetOutOfRangeError, PolicyViolationError
+from log.file_records import PinnedSlice
 from log.log import FetchIsolation, Log
 from log.producer_state import AppendOrigin
 from log.types import LogAppendInfo
@@ -49,7 +51,7 @@ class NotEnoughReplicasError(LogError):
 
 @dataclass(slots=True)
 class ReadResult:
-    records: bytes               # whole stored batches, as stored (never re-encoded)
+    records: bytes | PinnedSlice   # whole stored batches, as stored (never re-encoded)
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
@@ -226,10 +228,11 @@ class Partition:
         return info
 
     def read(self, fetch_offset: int, max_bytes: int, min_one_message: bool,
-             read_committed: bool = False, to_log_end: bool = False) -> ReadResult:
+             read_committed: bool = False, to_log_end: bool = False, for_sending: bool = False) -> ReadResult:
         """Whole batches from the one containing ``fetch_offset`` up to the high watermark
         (``to_log_end``: up to the LEO, for a follower's fetch).  Raises
-        log.errors.OffsetOutOfRangeError below the log start or above the bound."""
+        log.errors.OffsetOutOfRangeError below the log start or above the bound.
+        ``for_sending``: large records come as a sendfile-able PinnedSlice (kbroker/record_sending.py)."""
         hw = self.log.high_watermark
         bound = self.log.log_end_offset if to_log_end else hw
         if fetch_offset > bound:
@@ -247,6 +250,8 @@ class Partition:
                     f"but we only have log segments starting from offset: {self.log.log_start_offset}.")
             data = b""
         else:
-            info = self.log.read(fetch_offset, max_bytes, isolation, min_one_message)
-            data = info.records.read()
+            if for_sending:
+                data = read_for_sending(self.log, fetch_offset, max_bytes, isolation, min_one_message)
+            else:
+                data = self.log.read(fetch_offset, max_bytes, isolation, min_one_message).records.read()
         return ReadResult(data, hw, hw, self.log.log_start_offset)

@@ -7,7 +7,10 @@ repairs by truncating at the first invalid or partial batch.
 
 I/O model: one ``O_RDWR`` descriptor per file; appends are ``os.pwrite`` at the current size
 (no seek state), reads are ``os.pread`` (thread-safe), reads for a client are
-:class:`~log.types.RecordsSlice` handles over the descriptor (``sendfile``-able).  Header scans
+:class:`~log.types.RecordsSlice` handles over the descriptor; :meth:`FileRecords.pin` turns one
+into a :class:`PinnedSlice` that owns a ``dup`` of the descriptor, for a ``sendfile`` that may
+run after retention or the cleaner closed and deleted the file (the dup keeps the inode and its
+bytes alive until the slice is closed).  Header scans
 read 8 KiB windows so that a run of small batches costs one syscall per window, and a large
 batch costs one small ``pread``.  Who may call: ``LogSegment`` (writes), readers via it.
 """
@@ -15,6 +18,7 @@ batch costs one small ``pread``.  Who may call: ``LogSegment`` (writes), readers
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 
 from log.errors import CorruptRecordError
@@ -23,10 +27,55 @@ from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_head
 from wire.errors import CorruptRecordError as WireCorruptRecordError
 from wire.record_batch import RecordBatch
 
-__all__ = ["FileRecords"]
+__all__ = ["FileRecords", "PinnedSlice"]
 
 _SCAN_WINDOW = 8192
 _INT32_MAX = (1 << 31) - 1
+
+
+class PinnedSlice:
+    """``length`` bytes at ``position`` of a file, through a descriptor of its own.
+
+    What a Fetch response carries for records sent with ``sendfile``: ``len()`` is exact
+    without reading anything (the encoder sizes the frame from it), ``fd`` is this slice's
+    own ``dup`` (valid whatever happens to the segment meanwhile; closed by :meth:`close`,
+    or when the object is collected), and ``bytes(s)`` reads it (one ``pread``, for tests
+    and for a path that needs a copy, e.g. TLS).  Owned by one response: whoever sends it
+    closes it."""
+
+    __slots__ = ("fd", "position", "length", "path")
+
+    open_count = 0   # slices of this process holding a descriptor (a budget for the pinning side)
+
+    def __init__(self, fd: int, position: int, length: int, path: str) -> None:
+        self.fd = fd
+        self.position = position
+        self.length = length
+        self.path = path
+        PinnedSlice.open_count += 1
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __bytes__(self) -> bytes:
+        if self.fd < 0:
+            raise ValueError(f"read of a closed slice of {self.path}")
+        data = os.pread(self.fd, self.length, self.position)
+        if len(data) != self.length:
+            raise OSError(f"{self.path} ends before position {self.position + self.length}")
+        return data
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            PinnedSlice.open_count -= 1
+            os.close(fd)
+
+    def __del__(self) -> None:   # a response dropped unsent (connection closed, fetch re-read)
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PinnedSlice({self.path}, position={self.position}, length={self.length}, fd={self.fd})"
 
 
 class FileRecords:
@@ -34,6 +83,9 @@ class FileRecords:
         self.path = path
         self.fd = fd
         self._size = size
+        # close() and pin() exclude each other: a pin never dups a descriptor number that a
+        # concurrent close (retention, the cleaner: other threads) released for reuse.
+        self._fd_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: str, file_already_exists: bool = False, init_file_size: int = 0,
@@ -78,9 +130,10 @@ class FileRecords:
         self.truncate_to(self._size)
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        with self._fd_lock:
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
 
     close_handlers = close
 
@@ -101,6 +154,15 @@ class FileRecords:
     # -- read
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self.fd, size, position)
+
+    def pin(self, position: int, size: int) -> PinnedSlice | None:
+        """A :class:`PinnedSlice` of ``[position, position + size)`` on a ``dup`` of the
+        descriptor; None once the file is closed (the segment went: the caller reads again)."""
+        with self._fd_lock:
+            if self.fd < 0:
+                return None
+            fd = os.dup(self.fd)
+        return PinnedSlice(fd, position, size, self.path)
 
     def slice(self, position: int, size: int) -> RecordsSlice:
         size = max(0, min(size, self._size - position))

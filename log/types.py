@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from log.file_records import FileRecords
+    from log.file_records import FileRecords, PinnedSlice
 
 __all__ = [
     "EMPTY_RECORDS",
@@ -113,6 +113,13 @@ class RecordsSlice:
         if self.length == 0 or self._file is None:
             return b""
         return os.pread(self._file.fd, self.length, self.position)
+
+    def pin(self) -> PinnedSlice | None:
+        """The same bytes on a descriptor of their own (``FileRecords.pin``), for a send that
+        may outlive the segment; None for an empty slice or a file closed meanwhile."""
+        if self.length == 0 or self._file is None:
+            return None
+        return self._file.pin(self.position, self.length)
 
     def __repr__(self) -> str:
         return f"RecordsSlice({self.path}, position={self.position}, length={self.length})"

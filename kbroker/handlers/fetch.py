@@ -86,7 +86,7 @@ def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, versi
             if fp.fetch_offset < result.high_watermark:
                 return _partition_error(fp.partition, ErrorCode.UNKNOWN_SERVER_ERROR)
         else:
-            result = partition.read(fp.fetch_offset, limit, min_one_message, read_committed)
+            result = partition.read(fp.fetch_offset, limit, min_one_message, read_committed, for_sending=True)
     except LogError as e:
         pd = _partition_error(fp.partition, e.error)
         pd.high_watermark = partition.high_watermark
@@ -126,7 +126,7 @@ def _read_replica_partition(partition: Partition, fp: FetchRequest.FetchPartitio
                 aborted_transactions=None, preferred_read_replica=-1, records=b"")
     leader_end = lg.log_end_offset
     try:
-        result = partition.read(fp.fetch_offset, max(limit, 0), min_one_message, to_log_end=True)
+        result = partition.read(fp.fetch_offset, max(limit, 0), min_one_message, to_log_end=True, for_sending=True)
     except LogError as e:
         pd = _partition_error(fp.partition, e.error)
         pd.high_watermark, pd.log_start_offset = lg.high_watermark, lg.log_start_offset
