@@ -19,13 +19,15 @@ of the same process, the way the broker runs it:
   waiting thread after ``sys.getswitchinterval()`` (5 ms by default); the next row sets it to
   0.5 ms, the knob a broker running the cleaner in a thread could turn;
 * ``prepare in a worker process``: the broker's way (kbroker/cleaner_processes.py): the
-  thread sends the plan to a forkserver worker process (started beforehand, as the broker
+  thread sends the plan to a worker process (started beforehand, as the broker
   keeps its workers) and waits; only grab, the reopening of the cleaned segments and the
   commit run in this process.
 
 ``x alone`` is each row's p99 over the p99 of the alone row before it, in the same run; the
 alone and worker-process rows alternate ``--rounds`` times (each alone row as long as the
-cleaning before it), as a shared machine's load drifts.  ``--latency-only`` skips the
+cleaning before it), as a shared machine's load drifts.  The control row runs no cleaning but
+a CPU-bound process at the workers' niceness for as long as the cleaning took: what any extra
+busy process costs the owner thread on this machine, GIL or not.  ``--latency-only`` skips the
 throughput table.
 """
 
@@ -37,6 +39,7 @@ import random
 import shutil
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -105,8 +108,10 @@ def append_latencies(root: str, records: int, keys: int, mode: str | None, alone
     clock = SystemClock()
     hot = Log.open(os.path.join(root, "hot-0"), LogConfig(), clock, Scheduler(clock))
     batch = bytearray(build_batch([(b"k", b"v" * 100, None, None)]))
-    worker = process = None
-    if mode is not None:
+    worker = process = burner = None
+    if mode == "burner":  # control: no cleaning, a CPU-bound process at the workers' niceness
+        burner = subprocess.Popen([sys.executable, "-c", "import os\nos.nice(10)\nwhile True: pass"])
+    elif mode is not None:
         log = build(root, records, keys, 10, Compression.NONE)
         cleaner = LogCleaner(CleanerConfig(), [root], {log.topic_partition: log}, log.clock)
         if mode == "process":
@@ -129,6 +134,9 @@ def append_latencies(root: str, records: int, keys: int, mode: str | None, alone
         lat.append((time.perf_counter() - t) * 1000)
         time.sleep(0.0005)  # a request every ~0.5 ms, not a busy loop
     took = alone_s
+    if burner:
+        burner.kill()
+        burner.wait()
     if worker:
         worker.join()
         took = time.perf_counter() - started
@@ -182,13 +190,15 @@ def main() -> None:
         # the machine may be shared: alone and process rows alternate, each alone row as long
         # as the cleaning before it, and each process row is compared with the alone row just
         # before it
-        ratios, took = [], 2.0
+        ratios, controls, took = [], [], 2.0
         for _ in range(args.rounds):
             alone_p99, _, _ = row("owner thread alone", None, default_interval, None, took)
             _, took, ratio = row("prepare in a worker process", "process", default_interval, alone_p99)
             ratios.append(ratio)
-        print(f"worker process p99 / alone p99: median {statistics.median(ratios):.2f} over {len(ratios)} rounds "
-              f"({', '.join(f'{r:.2f}' for r in ratios)})")
+            controls.append(row("  control: a nice-10 CPU burner", "burner", default_interval, alone_p99, took)[2])
+        for label, rs in (("worker process", ratios), ("CPU burner (control)", controls)):
+            print(f"{label} p99 / alone p99: median {statistics.median(rs):.2f} over {len(rs)} rounds "
+                  f"({', '.join(f'{r:.2f}' for r in rs)})")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
