@@ -70,6 +70,14 @@ class LocalLog:
         self.topic_partition = topic_partition
         self.last_flushed_time = clock.milliseconds()
         self.closed = False
+        # Read-position hint: (offset, segment, position) where the last read that reached
+        # its bound (HW / LEO) ended, i.e. where the batch holding ``offset`` starts.  A
+        # consumer waiting at the log end fetches exactly there when woken, so its read
+        # parses one header at ``position`` instead of searching the offset index and
+        # scanning headers from the index entry.  Valid while ``segment`` is still the one
+        # at its base offset (deletion and the cleaner's swap replace it) and bytes before
+        # ``position`` are unchanged (truncation clears it).
+        self._read_hint: tuple[int, LogSegment, int] | None = None
 
     # -- offsets
     def log_end_offset(self) -> int:
@@ -171,7 +179,12 @@ class LocalLog:
         """Batches from the one containing ``start_offset``, bounded by ``max_offset_metadata``
         (the high watermark or LEO).  OffsetOutOfRangeError past the LEO."""
         end_offset = self.next_offset_metadata.message_offset
-        segment = self.segments.floor_segment(start_offset)
+        hint = self._read_hint
+        start_position: int | None = None
+        if hint is not None and hint[0] == start_offset and self.segments.get(hint[1].base_offset) is hint[1]:
+            segment, start_position = hint[1], hint[2]
+        else:
+            segment = self.segments.floor_segment(start_offset)
         if start_offset > end_offset or segment is None:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {start_offset} for partition {self.topic_partition}, but we only have log segments upto {end_offset}.")
@@ -192,9 +205,15 @@ class LocalLog:
                 # bound known by offset only: read up to the segment end but not past the bound
                 pos = segment.translate_offset(max_offset_metadata.message_offset)
                 max_position = pos.position if pos is not None else segment.size()
-            info = segment.read(start_offset, max_length, max_position, min_one_message)
+            info = segment.read(start_offset, max_length, max_position, min_one_message, start_position)
             if info is not None:
+                records = info.records
+                if (records.length and records.position + records.length == max_position
+                        and segment.base_offset == max_offset_metadata.segment_base_offset
+                        and not max_offset_metadata.message_offset_only()):
+                    self._read_hint = (max_offset_metadata.message_offset, segment, max_position)
                 return info
+            start_position = None
             segment = self.segments.higher_segment(segment.base_offset)
         # past the end of the last segment: all data >= start_offset was deleted
         return FetchDataInfo(self.next_offset_metadata, EMPTY_RECORDS)
@@ -204,6 +223,7 @@ class LocalLog:
 
     # -- truncation and deletion
     def truncate_to(self, target_offset: int) -> list[LogSegment]:
+        self._read_hint = None
         deletable = [s for s in self.segments.values() if s.base_offset > target_offset]
         self.remove_and_delete_segments(deletable, async_delete=True)
         active = self.segments.active_segment()
@@ -215,6 +235,7 @@ class LocalLog:
         return deletable
 
     def truncate_fully_and_start_at(self, new_offset: int) -> list[LogSegment]:
+        self._read_hint = None
         to_delete = self.segments.values()
         self.remove_and_delete_segments(to_delete, async_delete=True)
         self.segments.add(LogSegment.open(self.dir, new_offset, self.config, self.clock))

@@ -181,10 +181,12 @@ class LogSegment:
         return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
-             min_one_message: bool = False) -> FetchDataInfo | None:
+             min_one_message: bool = False, start_position: int | None = None) -> FetchDataInfo | None:
         """Whole batches from the one containing ``start_offset``, at most ``max_size`` bytes
         (but the first batch whole if ``min_one_message``, KIP-74), never past
         ``max_position``.  None if ``start_offset`` is past the end of this segment.
+        ``start_position``: a batch start known to be at or before that batch (a read hint,
+        see ``LocalLog``): the scan starts there instead of at the offset index's entry.
 
         Unlike Kafka, which may cut the last batch at ``max_size`` (clients drop the partial
         tail), this returns whole batches only."""
@@ -192,7 +194,10 @@ class LogSegment:
             raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log}")
         if max_position is None:
             max_position = self.size()
-        start = self.translate_offset(start_offset)
+        if start_position is None:
+            start = self.translate_offset(start_offset)
+        else:
+            start = self.log.search_for_offset_with_size(start_offset, start_position)
         if start is None:
             return None
         metadata = LogOffsetMetadata(start_offset, self.base_offset, start.position)

@@ -1,0 +1,96 @@
+"""The read-position hint: a read at the offset where the last read to the bound ended
+starts at the remembered position, and the hint never points at bytes that changed."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from log.config import LogConfig
+from log.log import FetchIsolation
+from log.segment import LogSegment
+from tests.log.helpers import batch, open_log
+
+CONFIG = LogConfig(segment_bytes=64 * 1024, index_interval_bytes=256)
+HW = FetchIsolation.HIGH_WATERMARK
+
+
+def _appended(log, n: int, tag: int = 65) -> list[bytes]:
+    out = []
+    for _ in range(n):
+        b = batch(3, ts=1_700_000_000_000 + tag * 1000, value_size=50)   # tag: tells rewritten batches apart
+        log.append_as_leader(b, 0)
+        out.append(bytes(b))
+    log.update_high_watermark(log.log_end_offset)
+    return out
+
+
+def _read(log, offset: int) -> bytes:
+    return log.read(offset, 1 << 20, HW, True).records.read()
+
+
+@pytest.fixture
+def no_index_search(monkeypatch):
+    """Fails a read that searches the offset index (what the hint saves)."""
+    def refuse(self, offset, starting_file_position=0):
+        raise AssertionError(f"offset {offset} searched in the index")
+    monkeypatch.setattr(LogSegment, "translate_offset", refuse)
+
+
+def test_a_read_reaching_the_high_watermark_remembers_where_it_ended(tmp_path):
+    log = open_log(tmp_path, CONFIG)
+    _appended(log, 10)
+    _read(log, 0)
+    offset, segment, position = log.local_log._read_hint
+    assert (offset, position) == (log.high_watermark, segment.size())
+    assert segment is log.local_log.segments.active_segment()
+
+
+def test_a_woken_read_at_the_previous_end_starts_at_the_hint_without_searching_the_index(tmp_path, monkeypatch):
+    log = open_log(tmp_path, CONFIG)
+    _appended(log, 10)
+    _read(log, 0)
+    end = log.high_watermark
+    new = _appended(log, 2)
+    calls = []
+    original = LogSegment.translate_offset
+    monkeypatch.setattr(LogSegment, "translate_offset",
+                        lambda self, *a: calls.append(a) or original(self, *a))
+    assert _read(log, end) == b"".join(new)
+    # the bound's own position is known (HW metadata): no index search at all
+    assert calls == []
+    assert log.local_log._read_hint[0] == log.high_watermark
+
+
+def test_truncation_clears_the_hint_so_rewritten_batches_are_read_from_their_new_positions(tmp_path):
+    log = open_log(tmp_path, CONFIG)
+    _appended(log, 10)
+    _read(log, 0)
+    end = log.high_watermark
+    _appended(log, 3, tag=66)
+    _read(log, end)                         # hint now at the end of the 13 batches
+    log.truncate_to(end - 3)                 # drop the last batch of the first ten and all three
+    assert log.local_log._read_hint is None
+    rewritten = _appended(log, 4, tag=67)
+    assert _read(log, end - 3) == b"".join(rewritten)
+
+
+def test_after_a_roll_a_read_at_the_hint_continues_in_the_new_segment(tmp_path):
+    log = open_log(tmp_path, CONFIG)
+    _appended(log, 5)
+    _read(log, 0)
+    end = log.high_watermark
+    log.roll()
+    new = _appended(log, 2)
+    assert _read(log, end) == b"".join(new)
+
+
+def test_a_hint_into_a_segment_replaced_or_deleted_is_not_used(tmp_path, no_index_search):
+    log = open_log(tmp_path, CONFIG)
+    _appended(log, 5)
+    # a segment object no longer in the log (what deletion or the cleaner's swap leaves)
+    gone = SimpleNamespace(base_offset=0)
+    log.local_log._read_hint = (3, gone, 0)
+    with pytest.raises(AssertionError, match="searched in the index"):
+        _read(log, 3)   # the hint was refused: the normal (index) path ran
