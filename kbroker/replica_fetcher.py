@@ -285,7 +285,13 @@ class ReplicaFetcher:
         target = max(target, 0)
         log.info("%s-%d: truncating from %d to %d (leader %d diverges at epoch %d, end offset %d)",
                  *tp, leo, target, self.leader_id, leader_epoch, leader_end)
+        latest = lg.latest_epoch
         lg.truncate_to(target)
+        if lg.log_end_offset == leo and lg.latest_epoch == latest:
+            # nothing changed, so the next fetch would get the same answer: do not spin on it
+            log.warning("%s-%d: DivergingEpoch (%d, %d) from leader %d changed nothing; retrying in %d ms",
+                        *tp, leader_epoch, leader_end, self.leader_id, self.settings.backoff_ms)
+            self._delay([tp], asyncio.get_running_loop().time())
 
     async def _handle_out_of_range(self, tp: TopicPartition, lg: Any) -> None:
         leader_end = await self._leader_offset(tp, LATEST_TIMESTAMP)

@@ -521,6 +521,10 @@ class Log:
             raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset ({target_offset}).")
         with self.replace_lock, self.lock:
             if target_offset >= self.log_end_offset:
+                # Kafka's UnifiedLog.truncateTo: the epoch cache is truncated anyway, since a
+                # broker that led without appending has an entry (epoch, LEO) its new leader
+                # never had; kept, it would name that epoch as last fetched over and over.
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
                 return False
             self.local_log.check_if_memory_mapped_buffer_closed()
             self.truncations += 1

@@ -90,3 +90,17 @@ def test_fetchers_are_chosen_by_kafkas_hash_of_topic_and_partition():
     # abs(31 * hash + partition) % n: consecutive partitions take consecutive fetchers
     ids = [fetcher_id("topic", p, 3) for p in range(6)]
     assert sorted(set(ids)) == [0, 1, 2] and ids[:3] == ids[3:]
+
+
+def test_an_epoch_this_broker_led_without_appending_is_dropped_so_the_next_fetch_names_the_shared_one(tmp_path):
+    follower = log_with_epochs(tmp_path, "f", [(0, 5)])
+    follower.make_leader(3, 0, [2], [1, 2], local_id=2, replica_lag_time_max_ms=30_000)   # led, wrote nothing
+    follower.make_follower(4)
+    assert follower.log.latest_epoch == 3
+    leader = log_with_epochs(tmp_path, "l", [(0, 5)])
+    leader.make_leader(4, 0, [1, 2], [1, 2], local_id=1, replica_lag_time_max_ms=30_000)
+    pd = fetch(leader, 5, 3)
+    assert (pd.diverging_epoch.epoch, pd.diverging_epoch.end_offset) == (0, 5)
+    assert truncate(follower, 0, 5) == 5
+    assert follower.log.latest_epoch == 0            # Kafka's truncateTo trims the cache at the LEO too
+    assert fetch(leader, 5, 0).diverging_epoch.epoch == -1
