@@ -184,6 +184,10 @@ LAYOUTS: dict[int, Layout] = {
     43: Layout(Shape(entries=(_entries(
         "topic_partitions", "replica_election_results", copy={"topic": "topic"}, entries=(
             _entries("partitions", "partition_result", copy={"partition_id": SELF}),)),))),
+    # DescribeTopicPartitions: per requested topic (an empty request lists none), not
+    # internal, no partitions, no cursor (DescribeTopicPartitionsRequest.getErrorResponse).
+    75: Layout(Shape(entries=(_entries("topics", "topics", copy={"name": "name"},
+                                       values={"is_internal": False, "partitions": []}),))),
 }
 
 _PLAIN = Layout()

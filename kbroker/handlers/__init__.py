@@ -5,6 +5,7 @@ from kbroker.handlers import (  # noqa: F401
     api_versions,
     cluster_admin,
     configs_admin,
+    describe_topic_partitions,
     elect_leaders,
     fetch,
     groups,

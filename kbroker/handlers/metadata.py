@@ -1,22 +1,33 @@
-"""Metadata (key 3), v0-12.
+"""Metadata (key 3), v0-12, one code path for both modes over a ``MetadataView``
+(kbroker/metadata_view.py: this broker alone, or the cluster metadata cache).
 
-* Topics: v0 ``[]`` = all topics; v1+ ``null`` = all, ``[]`` = none (brokers only).
+* Topics: v0 ``[]`` = all topics; v1+ ``null`` = all, ``[]`` = none (brokers only); a name
+  asked twice is answered once.
+* Per partition (Kafka's ``getPartitionMetadata``): leader, leader epoch, replicas, ISR,
+  offline replicas; LEADER_NOT_AVAILABLE when there is no live leader, else NONE.  v0 only
+  (Kafka's ``errorUnavailableEndpoints = version == 0``): replicas and ISR list live brokers
+  only, and a partition with a live leader but a replica or ISR member missing answers
+  REPLICA_NOT_AVAILABLE.
 * Unknown topics are created when the broker allows it (``auto.create.topics.enable``) and
-  the request does (v4+ ``allow_auto_topic_creation``; v1-3 always), with
-  ``num.partitions``.  Creation is synchronous, so the same answer already describes the
-  new topic (Kafka answers LEADER_NOT_AVAILABLE first and the client asks again; both are
-  handled by every client, this one saves a round trip).  Otherwise
-  UNKNOWN_TOPIC_OR_PARTITION; illegal names INVALID_TOPIC_EXCEPTION; internal topics are
-  never auto-created by Metadata.
-* Single node: this broker is every partition's leader, replica and ISR, leader epoch 0,
-  controller_id = node id (admin clients wait while it is -1), topic ids all zero (so
-  clients stay on name-based Fetch v12), ``is_internal`` for ``__consumer_offsets``.
+  the request does (v4+ ``allow_auto_topic_creation``; v1-3 always); internal topics never
+  are; illegal names answer INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION.
+  Single node: creation with ``num.partitions`` is synchronous, so the same answer already
+  describes the new topic (Kafka answers LEADER_NOT_AVAILABLE first and the client asks
+  again; every client handles both, this saves a round trip).  Cluster mode: see
+  cluster_metadata.py (znodes written, LEADER_NOT_AVAILABLE until leaders are elected).
+* Single node: this broker is every partition's leader, replica and ISR, controller_id =
+  node id (admin clients wait while it is -1), topic ids all zero, ``is_internal`` for
+  ``__consumer_offsets``.  Cluster mode: the cache's brokers, controller and topic ids.
 * Authorized operations (v8+): without an authorizer every operation is allowed.
 """
 
 from __future__ import annotations
 
-from kbroker.handlers.cluster_metadata import cluster_metadata
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+from kbroker.handlers.cluster_metadata import auto_create_in_cluster
+from kbroker.metadata_view import MetadataView, TopicView, metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import invalid_reason, is_internal
@@ -26,7 +37,7 @@ from wire.messages import ZERO_UUID, MetadataRequest, MetadataResponse
 INT_MIN = -(1 << 31)
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12,
-# CREATE_TOKENS 13, DESCRIBE_TOKENS 14.
+# CREATE_TOKENS 13, DESCRIBE_TOKENS 14.  Kafka's AclEntry.supportedOperations per resource.
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
 
@@ -34,70 +45,91 @@ T = MetadataResponse.MetadataResponseTopic
 P = MetadataResponse.MetadataResponsePartition
 
 
-def _leader_epoch(state, topic: str, index: int) -> int:
-    """The partition's persisted leader epoch (its leader-epoch-checkpoint)."""
-    partition = state.partition(topic, index)
-    return partition.leader_epoch if partition is not None else state.leader_epoch
+def metadata_topic(view: MetadataView, topic: TopicView, topic_ops: int, version: int) -> T:
+    """One known topic's entry (Kafka's getPartitionMetadata per partition)."""
+    partitions = []
+    for p in topic.partitions:
+        replicas, isr = p.replicas, p.isr
+        error = ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 else ErrorCode.NONE
+        if version == 0:
+            live_replicas = [r for r in replicas if view.is_live(r)]
+            live_isr = [r for r in isr if view.is_live(r)]
+            if p.leader >= 0 and (len(live_replicas) < len(replicas) or len(live_isr) < len(isr)):
+                error = ErrorCode.REPLICA_NOT_AVAILABLE
+            replicas, isr = live_replicas, live_isr
+        partitions.append(P(error_code=error, partition_index=p.index, leader_id=p.leader,
+                            leader_epoch=p.leader_epoch, replica_nodes=list(replicas),
+                            isr_nodes=list(isr), offline_replicas=list(p.offline_replicas)))
+    return T(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.is_internal,
+             partitions=partitions, topic_authorized_operations=topic_ops)
 
 
-def describe_topic(ctx: RequestContext, name: str, with_ops: bool) -> T:
-    state = ctx.broker
-    info = state.topics.get(name)
-    node = state.node_id
-    if info is None:
-        return T(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID,
-                 topic_authorized_operations=INT_MIN)
-    partitions = [
-        P(error_code=0, partition_index=p, leader_id=node, leader_epoch=_leader_epoch(state, name, p),
-          replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
-        for p in range(info.partitions)
-    ]
-    return T(error_code=0, name=name, topic_id=ZERO_UUID, is_internal=info.internal,
-             partitions=partitions,
-             topic_authorized_operations=TOPIC_OPERATIONS if with_ops else INT_MIN)
+def _error_topic(code: int, name: str | None) -> T:
+    return T(error_code=code, name=name, topic_id=ZERO_UUID, topic_authorized_operations=INT_MIN)
 
 
-@REGISTRY.register(3, 0, 12)
-def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
-    state = ctx.broker
+def _requested_names(view: MetadataView, req: MetadataRequest, version: int) -> list[Any]:
+    """The topics to answer, in request order, each once (None: a v10+ lookup by id)."""
+    if req.topics is None or (version == 0 and not req.topics):
+        return view.topic_names()
+    return list(dict.fromkeys(t.name for t in req.topics))
+
+
+def _to_create(ctx: RequestContext, view: MetadataView, req: MetadataRequest,
+               names: list[Any]) -> list[str]:
     v = ctx.api_version
-    with_topic_ops = v >= 8 and req.include_topic_authorized_operations
-    if getattr(state, "cluster", None) is not None:   # cluster mode: the metadata cache answers
-        return cluster_metadata(  # type: ignore[return-value]
-            ctx, req, TOPIC_OPERATIONS if with_topic_ops else INT_MIN,
-            CLUSTER_OPERATIONS if 8 <= v <= 10 and req.include_cluster_authorized_operations else INT_MIN)
-    if req.topics is None or (v == 0 and not req.topics):
-        names = sorted(state.topics)
-    else:
-        names = [t.name for t in req.topics]
-    allow_create = state.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)
+    if not (ctx.broker.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)):
+        return []
+    return [n for n in names if n is not None and not view.has_topic(n)
+            and invalid_reason(n) is None and not is_internal(n)]
+
+
+def _response(ctx: RequestContext, view: MetadataView, req: MetadataRequest, names: list[Any],
+              creation_errors: Mapping[str, int]) -> MetadataResponse:
+    """``creation_errors``: topics whose creation answers an error entry of its own (cluster
+    mode: LEADER_NOT_AVAILABLE until elected, or INVALID_REPLICATION_FACTOR)."""
+    v = ctx.api_version
+    topic_ops = TOPIC_OPERATIONS if v >= 8 and req.include_topic_authorized_operations else INT_MIN
     topics = []
-    seen: set[str] = set()
     for name in names:
-        if name in seen:
-            continue
-        seen.add(name)
-        if name is None:  # v10+ lookups by topic id: ids are all zero here, none matches
-            topics.append(T(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=ZERO_UUID,
-                            topic_authorized_operations=INT_MIN))
-            continue
-        if name not in state.topics:
-            if invalid_reason(name) is not None:
-                topics.append(T(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name,
-                                topic_id=ZERO_UUID, topic_authorized_operations=INT_MIN))
-                continue
-            if allow_create and not is_internal(name):
-                state.create_topic(name, state.config["num.partitions"])
-        topics.append(describe_topic(ctx, name, with_topic_ops))
-    host, port = state.advertised_address()
+        if name is None:  # v10+ lookups by topic id: not served, none matches
+            topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None))
+        elif name in creation_errors:
+            topics.append(T(error_code=creation_errors[name], name=name, topic_id=ZERO_UUID,
+                            is_internal=False, partitions=[], topic_authorized_operations=INT_MIN))
+        elif (topic := view.topic(name)) is not None:
+            topics.append(metadata_topic(view, topic, topic_ops, v))
+        elif invalid_reason(name) is not None:
+            topics.append(_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
+        else:
+            topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[MetadataResponse.MetadataResponseBroker(state.node_id, host, port,
-                                                         state.config["broker.rack"])],
-        cluster_id=state.cluster_id,
-        controller_id=state.node_id,
+        brokers=[MetadataResponse.MetadataResponseBroker(b.node_id, b.host, b.port, b.rack)
+                 for b in view.brokers()],
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=view.controller_id,
         topics=topics,
         cluster_authorized_operations=(
             CLUSTER_OPERATIONS if 8 <= v <= 10 and req.include_cluster_authorized_operations else INT_MIN
         ),
     )
+
+
+@REGISTRY.register(3, 0, 12)
+def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | Awaitable[MetadataResponse]:
+    state = ctx.broker
+    view = metadata_view(state)
+    names = _requested_names(view, req, ctx.api_version)
+    to_create = _to_create(ctx, view, req, names)
+    if not to_create:
+        return _response(ctx, view, req, names, {})
+    if getattr(state, "cluster", None) is None:
+        for name in to_create:
+            state.create_topic(name, state.config["num.partitions"])
+        return _response(ctx, view, req, names, {})
+
+    async def create_then_answer() -> MetadataResponse:
+        errors = {name: await auto_create_in_cluster(ctx, name) for name in to_create}
+        return _response(ctx, metadata_view(state), req, names, errors)
+    return create_then_answer()
