@@ -250,9 +250,9 @@ class CleanerWorker:
             raise CleanerWorkerError(f"cleaner worker {self.pid} unreachable: {e}") from e
         cancelled_at = None
         while True:
-            # wakes up for the answer or the worker's death; the timeout only bounds how late
-            # a cancel (a threading.Event: no descriptor to wait on) is forwarded
-            # (its end of the socket closes when it dies: only it holds that descriptor)
+            # wakes up for the answer or the worker's death (its end of the socket closes then:
+            # only it holds that descriptor); the timeout only bounds how late a cancel (a
+            # threading.Event, no descriptor to wait on) is forwarded
             ready = wait([self.conn], timeout=0.1)
             if self.conn in ready:
                 try:
