@@ -118,6 +118,8 @@ class KafkaConnection(asyncio.Protocol):
         self._slice_sent = 0
         self._sock_fd = -1
         self._wake_fd = -1
+        self._raw_slices = 0   # slices / bytes sent with sendfile since raw mode last ended
+        self._raw_bytes = 0
 
     # ------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -285,7 +287,7 @@ class KafkaConnection(asyncio.Protocol):
         bytes parts queued in raw mode (slices are on disk, not counted)."""
         t = self.transport
         held = t.get_write_buffer_size() if t is not None and not self.closed else 0
-        return held + sum(len(p) for p in self._out if type(p) is not PinnedSlice)
+        return held + sum(len(p) for p in list(self._out) if type(p) is not PinnedSlice)
 
     def _pump(self) -> None:
         """Write ``_out`` in order on the socket itself until it is empty or the socket is
@@ -318,6 +320,8 @@ class KafkaConnection(asyncio.Protocol):
                     out.popleft().close()
                     self._slice_sent = 0
                     SendStats.slices += 1
+                    self._raw_slices += 1
+                    self._raw_bytes += head.length
                     continue
                 batch = []
                 for p in out:
@@ -341,6 +345,10 @@ class KafkaConnection(asyncio.Protocol):
             self._abort(f"send failed: {e}")
             return
         self._end_raw_mode()
+        if self._raw_slices:
+            log.debug("sent %d record slices (%d bytes) to %s with sendfile", self._raw_slices,
+                      self._raw_bytes, self.peer)
+            self._raw_slices = self._raw_bytes = 0
         self._update_reading()
 
     def _wait_writable(self) -> None:

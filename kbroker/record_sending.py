@@ -8,12 +8,12 @@ A smaller slice is read with one ``pread`` and travels in the connection's ``wri
 with the rest of the response: below the threshold the extra syscalls of the sendfile path
 (dup, close, a send of its own instead of one writev) cost more than the copy saves.
 
-Threshold, measured on this machine (bench/results/zero_copy.md: loopback, a reader
-draining): pread+send vs sendfile per slice, 4 KiB 9.2 vs 8.2 us, 16 KiB 20 vs 13 us,
+Threshold, measured on this machine (bench/sendfile_threshold_bench.py, figures in
+bench/results/zero_copy.md: loopback, a reader draining): pread+send vs sendfile per slice, 4 KiB 9.2 vs 8.2 us, 16 KiB 20 vs 13 us,
 32 KiB 32 vs 20 us, 64 KiB 58 vs 29 us, 1 MiB 619 vs 335 us.  The sendfile path in the
-connection adds a dup, a close and a send of its own (~3-5 us) to the raw figure, so the
-break-even sits near 16 KiB; 32 KiB keeps the small-record fetches of many partitions on
-the single-writev path.
+connection adds a dup and a close (~1 us together) and a send of its own where a copied
+slice shares the response's one writev (a syscall, a few us), so the break-even sits near
+16 KiB; 32 KiB keeps the small-record fetches of many partitions on the single-writev path.
 
 Kept out of ``log/``: which handle a response wants is the network's business (TLS, when it
 comes, needs the copy).
