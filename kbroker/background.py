@@ -2,7 +2,7 @@
 
 Kafka runs retention, segment deletion, flushes and checkpoints on its KafkaScheduler's
 threads.  kbroker does the same on one daemon thread that wakes every ``tick_s`` and runs
-what log/'s Scheduler has due (the log cleaner has threads of its own: cleaner_threads.py).  This is safe because
+what log/'s Scheduler has due (the log cleaner has threads and worker processes of its own: cleaner_processes.py).  This is safe because
 ``log.Log`` takes its own lock for every mutation (appends from the event loop and
 retention from here serialize there), ``Scheduler`` queues under a lock, and a segment
 deleted here stays readable by an in-flight fetch (renamed ``.deleted``, removed after
