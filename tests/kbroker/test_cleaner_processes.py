@@ -212,3 +212,17 @@ def test_an_error_in_the_worker_reaches_the_commit_with_its_type(tmp_path, worke
     result = job.commit()
     assert not result.committed and "CorruptRecordError" in result.reason and not _stray(log)
     assert cleaner.grab_filthiest() is None  # marked uncleanable, as in a thread
+
+
+def test_a_log_of_more_segments_than_one_descriptor_message_carries_is_cleaned(tmp_path, workers):
+    log, cleaner = _setup(tmp_path)
+    for i in range(450):  # one batch a segment: 450 descriptors, sent 200 at a time
+        log.append_as_leader(keyed([(f"k{i % 7}", f"v{i}")], ts=log.clock.milliseconds()))
+        log.roll()
+    pre = read_records(log)
+    job = cleaner.grab_filthiest()
+    assert len(job.plan.sources) == 450
+    job.prepare(workers().run)
+    result = job.commit()
+    assert result.committed and result.segments_replaced == 450
+    assert latest_per_key(read_records(log)) == latest_per_key(pre) and not _stray(log)
