@@ -63,7 +63,10 @@ class Client:
 
     def _fill(self, n: int) -> None:
         while len(self.buf) < n:
-            chunk = self.sock.recv(1 << 20)
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except ConnectionResetError:   # a close with our requests unread is a reset
+                chunk = b""
             assert chunk, f"connection closed with {len(self.buf)} of {n} bytes"
             self.buf += chunk
 
@@ -243,3 +246,32 @@ def test_segments_deleted_by_retention_while_their_bytes_wait_to_be_sent_are_sti
 def pinned_in(conn: KafkaConnection) -> int:
     """Slices queued in the connection and not yet sent whole."""
     return sum(1 for part in list(conn._out) if isinstance(part, PinnedSlice))
+
+
+def test_a_segment_file_cut_short_under_a_send_closes_that_connection_and_the_broker_serves_on(broker):
+    """A file shorter than the slice being sent (sendfile returns 0: here the file is cut
+    behind the log's back) cannot complete the frame: the connection closes, nothing else."""
+    b, log_dir = broker
+    client = Client(b.bootstrap_servers)
+    produce(client, 0, batches=15, value_size=16 * 1024)
+    client.close()
+    first = segment_files(log_dir, 0)[0]
+    slow = Client(b.bootstrap_servers, rcvbuf=16 * 1024)
+    requests = 8
+    slow.sock.sendall(b"".join(encode_request(fetch_request({0: 0}, 8 << 20), 12, corr, "zero-copy-test")
+                               for corr in range(requests)))
+    conn = connection_of(b, slow)
+    wait_until("the broker waits for the socket with slices queued", lambda: conn._wake_fd >= 0 and pinned_in(conn))
+    os.truncate(first, 1000)
+    whole = 0
+    with pytest.raises(AssertionError, match="connection closed"):
+        for _ in range(requests):
+            slow.receive(FetchResponse, 12)
+            whole += 1
+    assert whole < requests
+    wait_until("the connection is gone", lambda: conn.closed and conn._wake_fd < 0 and not conn._out)
+    other = Client(b.bootstrap_servers)
+    md = other.call(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9, MetadataResponse)
+    assert [t.name for t in md.topics] == [TOPIC]
+    other.close()
+    slow.close()
