@@ -8,6 +8,7 @@ Every wait is on a condition with a generous deadline, never on elapsed time.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import struct
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import kbroker.broker
 from kbroker import Broker
 from kbroker.connection import KafkaConnection, SendStats
 from kbroker.record_sending import SENDFILE_MIN_BYTES
@@ -137,11 +139,16 @@ def connection_of(broker, client: Client) -> KafkaConnection:
     return found[0]
 
 
-@pytest.fixture
-def broker(tmp_path):
+@pytest.fixture(params=["uvloop", "asyncio"])
+def broker(request, tmp_path, monkeypatch):
+    """A broker on uvloop (the default) or on asyncio's own loop (the fallback): raw mode
+    watches the socket through each loop's add_writer."""
+    if request.param == "asyncio":
+        monkeypatch.setattr(kbroker.broker, "new_event_loop", asyncio.new_event_loop)
     config = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path), "num.partitions": str(PARTITIONS),
               "log.segment.bytes": str(1 << 20), "log.segment.delete.delay.ms": "0"}
     with Broker.start(config) as b:
+        assert type(b._loop).__module__.startswith("uvloop") == (request.param == "uvloop")
         client = Client(b.bootstrap_servers)
         md = client.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=TOPIC)],
                                          allow_auto_topic_creation=True), 9, MetadataResponse)
