@@ -46,6 +46,9 @@ from cluster.jvm_order import (
 )
 
 __all__ = [
+    "ProducerIdBlock",
+    "decode_producer_id_block",
+    "encode_producer_id_block",
     "BROKER_IDS_PATH",
     "BROKER_SEQUENCE_ID_PATH",
     "CLUSTER_ID_PATH",
@@ -583,3 +586,32 @@ def encode_feature(enabled: bool = True) -> bytes:
     """``/feature`` with no finalized features (what a 3.9 ZooKeeper-mode controller writes
     when no feature is finalized); status 1 = Enabled, 0 = Disabled."""
     return _dumps({"features": {}, "version": 2, "status": 1 if enabled else 0})
+
+# -- /latest_producer_id_block (ProducerIdBlockZNode) --------------------------------------
+
+
+@dataclass(frozen=True)
+class ProducerIdBlock:
+    """A block of producer ids one broker claimed; ``first`` and ``last`` both inclusive."""
+
+    broker: int
+    first: int
+    last: int
+
+
+def encode_producer_id_block(block: ProducerIdBlock) -> bytes:
+    """Kafka's ``ProducerIdBlockZNode.generateProducerIdBlockJson`` (the ids as strings)."""
+    return _dumps({"version": 1, "broker": block.broker, "block_start": str(block.first),
+                   "block_end": str(block.last)})
+
+
+def decode_producer_id_block(data: bytes) -> ProducerIdBlock | None:
+    """None for the empty znode Kafka creates at start-up (no block claimed yet)."""
+    if not data:
+        return None
+    what = "producer id block"
+    obj = _loads(data, what)
+    try:
+        return ProducerIdBlock(_int(obj, "broker", what), int(obj["block_start"]), int(obj["block_end"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ZnodeFormatError(f"{what}: {e!r} in {data!r}") from e

@@ -28,7 +28,7 @@ from kbroker.dynamic_broker_configs import DynamicBrokerConfigs
 from kbroker.fetch_waiters import FetchWaiters
 from kbroker.group_service import GroupService
 from kbroker.partition import LEADER_EPOCH, Partition
-from kbroker.producer_ids import ProducerIdManager
+from kbroker.producer_ids import NoProducerIds, ProducerIdManager, ZkProducerIdManager
 from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_names import is_internal
 from log.clock import SystemClock
@@ -114,7 +114,9 @@ class BrokerState:
                     log.warning("partition directory %s-%d is missing (not in any checkpoint): "
                                 "recreating it empty", info.name, index)
                     self._open_partition(info.name, index)
-        self.producer_ids = ProducerIdManager(self.log_manager.log_dirs[0])
+        # cluster mode: ids from ZooKeeper blocks, set up by ClusterRuntime.start; none before
+        self.producer_ids: ProducerIdManager | ZkProducerIdManager | NoProducerIds = (
+            NoProducerIds() if static_config.cluster_mode else ProducerIdManager(self.log_manager.log_dirs[0]))
         self.groups = GroupService(self)
         self.connections: set[KafkaConnection] = set()
         self.bound_port: int | None = None

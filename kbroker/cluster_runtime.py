@@ -36,6 +36,7 @@ from kbroker.broker_channel import send_once
 from kbroker.broker_state import new_cluster_id
 from kbroker.controller_runner import ControllerRunner
 from kbroker.metadata_cache import MetadataCache
+from kbroker.producer_ids import ZkProducerIdManager
 from kbroker.replica_manager import ReplicaManager
 from kbroker.topic_config_sync import ConfigChangeListener
 from kbroker.zk_client import ZkClient
@@ -135,6 +136,9 @@ class ClusterRuntime:
             (znodes.EndPoint(listener.name, host, port, protocols.get(listener.name, "PLAINTEXT")),),
             rack=state.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
         self.broker_epoch = await self.zk.register_broker(self._registration)
+        producer_ids = ZkProducerIdManager(self.zk, self.broker_id)  # ids unique cluster-wide
+        producer_ids.start()
+        state.producer_ids = producer_ids
         self.zk.add_session_listener(self._on_session)
         self.configs = ConfigChangeListener(state, self.zk)
         await self.configs.start()

@@ -16,9 +16,17 @@ that write is durable does ``generate`` wait for it.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from cluster import znodes
+from cluster.coordination import BadVersionError, NodeExistsError, NoNodeError
+
+log = logging.getLogger("kbroker.producer_ids")
 
 BLOCK_SIZE = 1000
 PREFETCH_AT = BLOCK_SIZE * 9 // 10  # ids used in the current block when the next is reserved
@@ -69,3 +77,92 @@ class ProducerIdManager:
     def close(self) -> None:
         """Finish a reservation in flight (shutdown)."""
         self._writer.shutdown(wait=True)
+
+
+class ProducerIdsNotReady(Exception):
+    """No producer id is available until the next block arrives (answered
+    COORDINATOR_LOAD_IN_PROGRESS, which clients retry, as Kafka's RPCProducerIdManager does)."""
+
+
+class NoProducerIds:
+    """Cluster mode before the ZooKeeper blocks are set up: every request is told to retry."""
+
+    def generate(self) -> int:
+        raise ProducerIdsNotReady("Producer ID manager not started yet")
+
+    def close(self) -> None:
+        pass
+
+
+class ZkProducerIdManager:
+    """Cluster mode: producer ids unique across the cluster, in blocks of 1000 claimed in
+    ZooKeeper's ``/latest_producer_id_block`` (Kafka's ``ZkProducerIdManager``): read the
+    last claimed block, claim the next one with a write conditional on the znode's version,
+    and on a race (another broker claimed meanwhile) read again.  The znode's JSON is
+    Kafka's (``{"version":1,"broker":1,"block_start":"0","block_end":"999"}``, both ends
+    inclusive), so a Kafka broker and kbroker never hand out the same id from one cluster.
+
+    ``generate`` runs on the event loop and never waits: the next block is claimed by a task
+    once 90 % of the current one is used (RPCProducerIdManager's prefetch); if ids run out
+    before it arrives, :class:`ProducerIdsNotReady`.  Call :meth:`start` (on the loop) to
+    claim the first block."""
+
+    def __init__(self, zk: Any, broker_id: int) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self._next = self._end = 0  # the current block: [next, end)
+        self._ready: tuple[int, int] | None = None  # the next block, claimed
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._prefetch()
+
+    def generate(self) -> int:
+        if self._next >= self._end:
+            if self._ready is None:
+                self._prefetch()
+                raise ProducerIdsNotReady("Producer ID block is full. Waiting for next block")
+            (self._next, self._end), self._ready = self._ready, None
+        pid = self._next
+        self._next += 1
+        if self._end - self._next <= BLOCK_SIZE - PREFETCH_AT and self._ready is None:
+            self._prefetch()
+        return pid
+
+    def _prefetch(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._claim())
+
+    async def _claim(self) -> None:
+        try:
+            self._ready = await self.claim_block()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - ZooKeeper away: the next generate tries again
+            log.warning("claiming a producer id block in %s failed", znodes.PRODUCER_ID_BLOCK_PATH,
+                        exc_info=True)
+
+    async def claim_block(self) -> tuple[int, int]:
+        """Claim the next block: ``(first id, end)``, end exclusive."""
+        while True:
+            try:
+                data, stat = await self.zk.get(znodes.PRODUCER_ID_BLOCK_PATH)
+            except NoNodeError:
+                data, stat = b"", None
+            last = znodes.decode_producer_id_block(data)
+            first = 0 if last is None else last.last + 1
+            block = znodes.ProducerIdBlock(self.broker_id, first, first + BLOCK_SIZE - 1)
+            try:
+                if stat is None:
+                    await self.zk.create(znodes.PRODUCER_ID_BLOCK_PATH, znodes.encode_producer_id_block(block))
+                else:
+                    await self.zk.set(znodes.PRODUCER_ID_BLOCK_PATH, znodes.encode_producer_id_block(block),
+                                      version=stat.version)
+            except (BadVersionError, NodeExistsError):
+                continue  # another broker claimed a block meanwhile
+            log.info("broker %d claimed producer ids %d-%d", self.broker_id, block.first, block.last)
+            return block.first, block.last + 1
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from cluster import znodes
 from kbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
 from tests.compat.broker_process import ROOT, BrokerProcess, free_port
@@ -29,6 +30,7 @@ from wire.messages import (
     DeleteRecordsRequest,
     DescribeLogDirsRequest,
     FindCoordinatorRequest,
+    InitProducerIdRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
     UpdateMetadataRequest,
@@ -211,6 +213,24 @@ def test_log_dirs_list_each_brokers_own_partitions_and_only_the_leader_deletes_r
     assert (answer.error_code, answer.low_watermark) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
     answer = call(leader, delete, 2).topics[0].partitions[0]
     assert (answer.error_code, answer.low_watermark) == (0, 10)
+
+def test_producer_ids_from_different_brokers_never_collide_and_are_claimed_in_zookeeper(cluster):
+    def init_producer_id(broker_id: int) -> int:
+        resp = asyncio.run(send_once("127.0.0.1", cluster.brokers[broker_id].port, InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=60000), 4, "test"))
+        # COORDINATOR_LOAD_IN_PROGRESS while a block is being claimed: asked again
+        assert resp.error_code in (ErrorCode.NONE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), resp
+        return resp.producer_id if resp.error_code == ErrorCode.NONE else -1
+
+    ids = [wait_until(lambda b=b: (pid := init_producer_id(b)) >= 0 and pid + 1, f"a producer id from {b}") - 1
+           for b in (1, 2, 3) for _ in range(2)]
+    assert len(set(ids)) == 6, ids
+    data, _ = cluster.admin.get(znodes.PRODUCER_ID_BLOCK_PATH)
+    block = znodes.decode_producer_id_block(data)
+    assert block is not None and block.broker in (1, 2, 3) and block.last - block.first == 999
+    assert data == (f'{{"version":1,"broker":{block.broker},"block_start":"{block.first}",'
+                    f'"block_end":"{block.last}"}}').encode()
+
 
 def test_controller_requests_are_not_advertised_and_are_refused_unless_from_a_registered_broker(cluster):
     port = cluster.brokers[1].port
