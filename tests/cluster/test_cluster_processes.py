@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -23,6 +22,7 @@ from cluster import znodes
 from kbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
 from tests.compat.broker_process import ROOT, BrokerProcess, free_port
+from tests.compat.java_admin import java_client_classpath
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ApiVersionsRequest,
@@ -120,18 +120,6 @@ def test_kcat_and_the_python_clients_see_three_brokers_and_the_controller(cluste
         return sorted(b["node_id"] for b in d["brokers"]), d["controller_id"]
 
     assert asyncio.run(aio()) == ([1, 2, 3], controller)
-
-
-def java_client_classpath() -> str:
-    """Kafka's Java client as `make test` already has it: kafka-clients from spark_it/jars
-    (`make spark-jars`, the version Spark's connector names) and slf4j-api from pyspark's own
-    jars (kafka-clients' one required runtime dependency for an AdminClient)."""
-    import pyspark
-
-    clients = sorted((ROOT / "spark_it" / "jars").glob("kafka-clients-*.jar"))
-    slf4j = sorted((Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar"))
-    assert clients and slf4j, "run `make spark-jars` (make test does) for kafka-clients"
-    return ":".join(str(p) for p in (clients[-1], slf4j[-1]))
 
 
 def test_the_java_admin_client_sees_three_brokers_and_the_controller(cluster):

@@ -22,9 +22,9 @@ from tests.cluster.replication_harness import (
     wait_for_full_isr,
     wait_for_leader,
 )
-from tests.cluster.test_cluster_processes import java_client_classpath
 from tests.cluster.zookeeper_process import JARS, ZooKeeperProcess
 from tests.compat.broker_process import ROOT
+from tests.compat.java_admin import java_client_classpath
 
 pytestmark = pytest.mark.timeout(600)
 

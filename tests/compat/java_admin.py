@@ -14,6 +14,9 @@ JAVA_DIR = ROOT / "tests" / "compat" / "java"
 
 
 def java_client_classpath() -> str:
+    """Kafka's Java client as `make test` already has it: kafka-clients from spark_it/jars
+    (`make spark-jars`, the version Spark's connector names) and slf4j-api from pyspark's own
+    jars (kafka-clients' one required runtime dependency)."""
     import pyspark
 
     clients = sorted((ROOT / "spark_it" / "jars").glob("kafka-clients-*.jar"))
