@@ -55,6 +55,7 @@ class Stat:
     cversion: int
     ephemeral_owner: int  # session id, 0 for persistent nodes
     num_children: int
+    ctime: int = 0  # creation time, ms since the epoch (the server's clock)
 
 
 class EventType(enum.Enum):

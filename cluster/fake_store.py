@@ -19,7 +19,7 @@ Calls complete synchronously (the ``async`` methods never suspend), so tests are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cluster.coordination import (
@@ -55,6 +55,7 @@ class _Node:
     cversion: int = 0
     ephemeral_owner: int = 0
     children: set[str] = field(default_factory=set)
+    ctime: int = 0  # ms, from the store's clock at the create
 
 
 def _parent(path: str) -> str:
@@ -68,7 +69,9 @@ def _validate(path: str) -> None:
 
 
 class FakeZooKeeper:
-    def __init__(self) -> None:
+    def __init__(self, now_ms: Callable[[], int] = lambda: 0) -> None:
+        """``now_ms``: the server's clock, stamped on created nodes as ``Stat.ctime``."""
+        self.now_ms = now_ms
         self._zxid = 0
         self._nodes: dict[str, _Node] = {"/": _Node(b"", 0, 0)}
         self._next_session = 0x1000
@@ -100,7 +103,7 @@ class FakeZooKeeper:
     # -- reads -----------------------------------------------------------------------------
 
     def _stat(self, n: _Node) -> Stat:
-        return Stat(n.czxid, n.mzxid, n.version, n.cversion, n.ephemeral_owner, len(n.children))
+        return Stat(n.czxid, n.mzxid, n.version, n.cversion, n.ephemeral_owner, len(n.children), n.ctime)
 
     def _get(self, path: str, watch: WatchCallback | None) -> tuple[bytes, Stat]:
         _validate(path)
@@ -139,7 +142,7 @@ class FakeZooKeeper:
                 return shadow[p]
             n = self._nodes.get(p)
             return None if n is None else _Node(
-                n.data, n.czxid, n.mzxid, n.version, n.cversion, n.ephemeral_owner, set(n.children)
+                n.data, n.czxid, n.mzxid, n.version, n.cversion, n.ephemeral_owner, set(n.children), n.ctime
             )
 
         zxid = self._zxid + 1
@@ -166,7 +169,7 @@ class FakeZooKeeper:
                     if node(path) is not None:
                         raise NodeExistsError(path)
                     owner = session_id if op.ephemeral else 0
-                    shadow[path] = _Node(op.data, zxid, zxid, ephemeral_owner=owner)
+                    shadow[path] = _Node(op.data, zxid, zxid, ephemeral_owner=owner, ctime=self.now_ms())
                     parent.children.add(path.rsplit("/", 1)[1])
                     parent.cversion += 1
                     shadow[parent_path] = parent

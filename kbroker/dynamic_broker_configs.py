@@ -5,7 +5,9 @@ Two levels, as in Kafka: the cluster-wide default (resource name "") and this br
 (resource name = its node id).  A value's precedence, highest first: per-broker dynamic,
 cluster-default dynamic, static (server.properties / --override), Kafka's default.  They
 live in ``kbroker-broker-configs.json`` in the first log dir:
-``{"": {"log.retention.ms": "1000"}, "1": {...}}`` (strings, as sent).
+``{"": {"log.retention.ms": "1000"}, "1": {...}}`` (strings, as sent).  In cluster mode
+that file is a mirror: ZooKeeper's ``/config/brokers/<default>`` and ``/config/brokers/<id>``
+are the truth (kbroker/broker_config_sync.py).
 
 Which names are dynamic: the broker-level synonyms of topic configs (Kafka's
 DynamicLogConfig: ``log.retention.ms``, ``log.segment.bytes``, ``message.max.bytes``,
@@ -45,6 +47,22 @@ def broker_config_synonyms(name: str) -> list[str]:
 DYNAMIC_CONFIGS: frozenset[str] = frozenset(
     alias for server in SERVER_SYNONYMS.values() for alias in broker_config_synonyms(server)
     if alias in KEYS)
+
+
+def usable(props: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The entries of a level read from elsewhere (ZooKeeper) this broker can apply, and the
+    sorted names of the others: not dynamic here, or a value that does not parse."""
+    kept, dropped = {}, []
+    for name, raw in props.items():
+        try:
+            if name not in DYNAMIC_CONFIGS:
+                raise ConfigError(name)
+            parse_value(KEYS[name], raw)
+        except (ConfigError, ValueError):
+            dropped.append(name)
+            continue
+        kept[name] = raw
+    return kept, sorted(dropped)
 
 
 class DynamicBrokerConfigs:

@@ -14,18 +14,26 @@
   when it first gets the topic (kbroker/replica_manager.py).
 * DescribeConfigs / AlterConfigs on a topic first refresh the mirror from ZooKeeper
   (:func:`refresh`), so any broker answers for any topic of the cluster.
+* The same listener hands ``brokers/<id>`` and ``brokers/<default>`` notifications to
+  kbroker/broker_config_sync.py, and reads both broker levels whenever it starts.
+* Each pass also purges notifications older than 15 minutes (by the znode's ctime: Kafka's
+  ``ZkNodeChangeNotificationListener.purgeObsoleteNotifications``, ``changeExpirationMs``);
+  every broker does it, a notification another already deleted is skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from cluster import znodes
 from cluster.coordination import CoordinationError, NoNodeError, WatchEvent
+from kbroker import broker_config_sync
+from kbroker.config_entities import publish_entity, read_entity
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -35,6 +43,8 @@ __all__ = ["ConfigChangeListener", "mirror", "publish", "refresh", "topic_exists
 log = logging.getLogger("kbroker.configs")
 
 RETRY_S = 0.5
+# Kafka's ZkNodeChangeNotificationListener.changeExpirationMs (15 minutes).
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 
 
 def topic_exists(state: BrokerState, topic: str) -> bool:
@@ -54,11 +64,7 @@ def mirror(state: BrokerState, topic: str, overrides: dict[str, str]) -> None:
 
 
 async def _read(zk: Any, topic: str) -> dict[str, str] | None:
-    try:
-        data, _ = await zk.get(znodes.config_entity_path("topics", topic))
-    except NoNodeError:
-        return None
-    return znodes.decode_config(data)
+    return await read_entity(zk, "topics", topic)
 
 
 async def refresh(state: BrokerState, topics: Iterable[str]) -> None:
@@ -77,51 +83,42 @@ def publish(state: BrokerState, topic: str) -> Future[None]:
     the future is done once both are stored (the AlterConfigs answer waits for it)."""
     cluster = state.cluster
     assert cluster is not None
-    overrides = dict(state.topic_configs.overrides_of(topic))
-    done: Future[None] = Future()
-
-    async def write() -> None:
-        path = znodes.config_entity_path("topics", topic)
-        data = znodes.encode_config(overrides)
-        try:
-            await cluster.zk.set(path, data)
-        except NoNodeError:
-            await cluster.zk.create(path, data, make_parents=True)
-        await cluster.zk.create(f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
-                                znodes.encode_config_change(f"topics/{topic}"), sequential=True)
-
-    def finished(task: asyncio.Task[None]) -> None:
-        if task.cancelled():
-            done.cancel()
-        elif task.exception() is not None:
-            done.set_exception(task.exception())  # type: ignore[arg-type]
-        else:
-            done.set_result(None)
-
-    asyncio.ensure_future(write()).add_done_callback(finished)
-    return done
+    return publish_entity(cluster.zk, "topics", topic, dict(state.topic_configs.overrides_of(topic)))
 
 
 class ConfigChangeListener:
     """Kafka's ``ZkNodeChangeNotificationListener`` on ``/config/changes``."""
 
-    def __init__(self, state: BrokerState, zk: Any) -> None:
+    def __init__(self, state: BrokerState, zk: Any,
+                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        """``now_ms``: wall-clock ms, compared with the notifications' ctime to purge them."""
         self.state = state
         self.zk = zk
+        self.now_ms = now_ms
         self._last = -1  # sequence number of the last notification processed
         self._started = False
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        """First start: skip what is there now (configs are read when topics arrive) and
-        watch what comes.  Again (a new session): process what came meanwhile."""
+        """First start: skip what is there now (topic configs are read when topics arrive)
+        and watch what comes.  Again (a new session): process what came meanwhile.  Both
+        times, then read the broker levels (after the watch is set, so no change is missed;
+        applying one twice changes nothing)."""
         if self._started:
             await self._process()
-            return
-        self._started = True
-        children = await self.zk.children(znodes.CONFIG_CHANGES_PATH, watch=self._on_event)
-        self._last = max((_seq(c) for c in children), default=self._last)
+        else:
+            self._started = True
+            children = await self.zk.children(znodes.CONFIG_CHANGES_PATH, watch=self._on_event)
+            self._last = max((_seq(c) for c in children), default=self._last)
+            await self._purge(children)
+        while True:
+            try:
+                await broker_config_sync.load(self.state, self.zk)
+                return
+            except CoordinationError as e:  # connection loss: retry until it returns
+                log.info("reading dynamic broker configs failed (%r); retrying", e)
+                await asyncio.sleep(RETRY_S)
 
     def _on_event(self, _: WatchEvent) -> None:
         task = asyncio.ensure_future(self._process())
@@ -138,6 +135,7 @@ class ConfigChangeListener:
                             continue
                         await self._apply(child)
                         self._last = _seq(child)
+                    await self._purge(children)
                     return
                 except CoordinationError as e:  # connection loss: retry until it returns
                     log.info("reading config change notifications failed (%r); retrying", e)
@@ -153,11 +151,28 @@ class ConfigChangeListener:
             log.warning("ignoring config change notification %s: %s", child, e)
             return
         kind, _, name = entity.partition("/")
+        if kind == "brokers":
+            await broker_config_sync.on_notification(self.state, self.zk, name)
+            return
         if kind != "topics":
-            return  # dynamic broker configs stay local for now
+            return  # clients/users/ips quotas: not implemented
         overrides = await _read(self.zk, name)
         mirror(self.state, name, overrides or {})
         log.info("topic %s config overrides now %s (notification %s)", name, overrides or {}, child)
+
+    async def _purge(self, children: list[str]) -> None:
+        """Delete the notifications created more than CHANGE_EXPIRATION_MS ago."""
+        now = self.now_ms()
+        for child in sorted(children, key=_seq):
+            path = f"{znodes.CONFIG_CHANGES_PATH}/{child}"
+            stat = await self.zk.exists(path)
+            if stat is None or now - stat.ctime <= CHANGE_EXPIRATION_MS:
+                continue
+            try:
+                await self.zk.delete(path)
+                log.info("purged config change notification %s (%d ms old)", child, now - stat.ctime)
+            except NoNodeError:
+                pass  # another broker purged it first
 
     def stop(self) -> None:
         for task in list(self._tasks):

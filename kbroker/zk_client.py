@@ -89,7 +89,7 @@ def _translate(e: BaseException, path: str = "") -> BaseException:
 
 
 def _stat(s: ZnodeStat) -> Stat:
-    return Stat(s.czxid, s.mzxid, s.version, s.cversion, s.ephemeralOwner, s.numChildren)
+    return Stat(s.czxid, s.mzxid, s.version, s.cversion, s.ephemeralOwner, s.numChildren, s.ctime)
 
 
 class ZkClient:

@@ -19,7 +19,9 @@ removed); IncrementalAlterConfigs applies SET (0), DELETE (1), APPEND (2), SUBTR
 to the current set, APPEND/SUBTRACT starting from the current effective value.
 ``validate_only`` checks everything and changes nothing.  Changes take effect at once on
 every affected log and persist across restarts (kbroker/topic_configs.py,
-kbroker/dynamic_broker_configs.py).
+kbroker/dynamic_broker_configs.py).  In cluster mode ZooKeeper holds both kinds and every
+broker follows its notifications (kbroker/topic_config_sync.py,
+kbroker/broker_config_sync.py); the answer waits for the znode writes.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Awaitable
 from concurrent.futures import Future
 from typing import Any
 
-from kbroker import topic_config_sync
+from kbroker import broker_config_sync, topic_config_sync
 from kbroker.config import KEYS, ConfigError
 from kbroker.config_describe import (
     RESOURCE_BROKER,
@@ -65,11 +67,17 @@ class AlterError(Exception):
         self.message = message
 
 
-async def _after_refresh(ctx: RequestContext, resources: list[Any], answer: Any) -> Any:
-    """Cluster mode: refresh the named topics' configs from ZooKeeper first
-    (kbroker/topic_config_sync.py), then answer as a single broker would."""
+async def _after_refresh(ctx: RequestContext, resources: list[Any], answer: Any,
+                         brokers: bool = False) -> Any:
+    """Cluster mode: refresh the named topics' configs (and with ``brokers``, the named
+    dynamic broker levels: an alter starts from ZooKeeper's set, as Kafka's ZkAdminManager;
+    DescribeConfigs answers from what this broker applied, as Kafka) from ZooKeeper first,
+    then answer as a single broker would."""
     await topic_config_sync.refresh(ctx.broker, [r.resource_name for r in resources
                                                  if r.resource_type == RESOURCE_TOPIC])
+    if brokers:
+        await broker_config_sync.refresh(ctx.broker, [r.resource_name for r in resources
+                                                      if r.resource_type == RESOURCE_BROKER])
     result = answer()
     return await result if inspect.isawaitable(result) else result
 
@@ -91,7 +99,7 @@ def _describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> Descr
 def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest
                          ) -> AlterConfigsResponse | Awaitable[AlterConfigsResponse]:
     if getattr(ctx.broker, "cluster", None) is not None:
-        return _after_refresh(ctx, req.resources, lambda: _alter_configs(ctx, req))
+        return _after_refresh(ctx, req.resources, lambda: _alter_configs(ctx, req), brokers=True)
     return _alter_configs(ctx, req)
 
 
@@ -110,7 +118,8 @@ def _alter_configs(ctx: RequestContext, req: AlterConfigsRequest
 def handle_incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
                                      ) -> IncrementalAlterConfigsResponse | Awaitable[IncrementalAlterConfigsResponse]:
     if getattr(ctx.broker, "cluster", None) is not None:
-        return _after_refresh(ctx, req.resources, lambda: _incremental_alter_configs(ctx, req))
+        return _after_refresh(ctx, req.resources, lambda: _incremental_alter_configs(ctx, req),
+                              brokers=True)
     return _incremental_alter_configs(ctx, req)
 
 
@@ -151,6 +160,8 @@ def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, ops_o
                 _alter_broker(ctx, r.resource_name, ops, replace, validate_only)
                 if not validate_only:
                     stored.append(ctx.broker.dynamic_configs.durable())
+                    if getattr(ctx.broker, "cluster", None) is not None:   # ZooKeeper + notification
+                        stored.append(broker_config_sync.publish(ctx.broker, r.resource_name))
             else:
                 raise AlterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
             out.append((int(ErrorCode.NONE), None, r.resource_type, r.resource_name))

@@ -1,0 +1,58 @@
+"""Config entities in ZooKeeper (Kafka's ``AdminZkClient.changeEntityConfig``): the stored
+overrides of ``/config/<type>/<name>`` and the ``/config/changes`` notification that tells
+every broker to re-read them.  Used by kbroker/topic_config_sync.py (``topics/<t>``) and
+kbroker/broker_config_sync.py (``brokers/<id>``, ``brokers/<default>``).
+
+Formats (cluster/znodes.py): the entity ``{"version":1,"config":{...}}``; the notification a
+persistent sequential ``/config/changes/config_change_NNNNNNNNNN`` holding
+``{"version":2,"entity_path":"<type>/<name>"}``, written after the entity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Future
+from typing import Any
+
+from cluster import znodes
+from cluster.coordination import NoNodeError
+
+__all__ = ["publish_entity", "read_entity"]
+
+
+async def read_entity(zk: Any, entity_type: str, name: str) -> dict[str, str] | None:
+    """The entity's overrides; None when it has no znode."""
+    try:
+        data, _ = await zk.get(znodes.config_entity_path(entity_type, name))
+    except NoNodeError:
+        return None
+    return znodes.decode_config(data)
+
+
+def publish_entity(zk: Any, entity_type: str, name: str, overrides: dict[str, str]) -> Future[None]:
+    """Write the entity's overrides, then the notification; the future is done once both
+    are stored (an AlterConfigs answer waits for it).  Runs on the loop's ZooKeeper client:
+    call it from the event loop."""
+    done: Future[None] = Future()
+    snapshot = dict(overrides)
+
+    async def write() -> None:
+        path = znodes.config_entity_path(entity_type, name)
+        data = znodes.encode_config(snapshot)
+        try:
+            await zk.set(path, data)
+        except NoNodeError:
+            await zk.create(path, data, make_parents=True)
+        await zk.create(f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
+                        znodes.encode_config_change(f"{entity_type}/{name}"), sequential=True)
+
+    def finished(task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            done.cancel()
+        elif task.exception() is not None:
+            done.set_exception(task.exception())  # type: ignore[arg-type]
+        else:
+            done.set_result(None)
+
+    asyncio.ensure_future(write()).add_done_callback(finished)
+    return done
