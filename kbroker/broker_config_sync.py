@@ -50,7 +50,7 @@ def entity_name(resource_name: str) -> str:
 def apply_level(state: BrokerState, resource_name: str, props: dict[str, str]) -> None:
     """Make ``props`` (as read from ZooKeeper) the level's set here; names this broker cannot
     change at run time or bad values are dropped with a warning (Kafka logs and skips them
-    too: DynamicBrokerConfig.fromPersistentProps)."""
+    too, one by one: DynamicBrokerConfig.fromPersistentProps, removeInvalidConfigs)."""
     kept, dropped = usable(props)
     if dropped:
         log.warning("ignoring dynamic broker config(s) of %s that cannot be applied: %s",
