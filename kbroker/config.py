@@ -92,6 +92,9 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("replica.socket.timeout.ms", "int", 30000),
     _k("num.replica.fetchers", "int", 1, at_least=1),
     _k("replica.high.watermark.checkpoint.interval.ms", "long", 5000, at_least=1),
+    # KIP-392 fetch from follower: null = consumers read from leaders only (Kafka's default);
+    # the one class accepted is Kafka's rack-aware selector (kbroker/replica_selector.py)
+    _k("replica.selector.class", "string", None),
     # ---- topics
     _k("auto.create.topics.enable", "boolean", True),
     _k("delete.topic.enable", "boolean", True),
@@ -237,8 +240,16 @@ def parse_listeners(items: list[str], prop: str) -> list[Listener]:
     return out
 
 
+# The replica.selector.class values kbroker implements (Kafka's class names).
+REPLICA_SELECTORS = ("org.apache.kafka.common.replica.RackAwareReplicaSelector",)
+
+
 class BrokerConfig:
-    """Parsed, validated broker settings.  ``cfg["log.dirs"]`` gives a typed value."""
+    """Parsed, validated broker settings.  ``cfg["log.dirs"]`` gives a typed value.
+
+    ``replica.selector.class``: unset (consumers read from leaders only) or
+    ``org.apache.kafka.common.replica.RackAwareReplicaSelector``; any other class raises
+    ConfigError at start-up (kbroker cannot load Java classes)."""
 
     def __init__(self, props: dict[str, str] | None = None):
         self.originals = dict(props or {})
@@ -267,6 +278,10 @@ class BrokerConfig:
         if self.values["replica.fetch.wait.max.ms"] > self.values["replica.lag.time.max.ms"]:
             raise ConfigError("replica.fetch.wait.max.ms should always be less than or equal to "
                               "replica.lag.time.max.ms to prevent frequent changes in ISR")
+        selector = self.values["replica.selector.class"]
+        if selector is not None and selector not in REPLICA_SELECTORS:
+            raise ConfigError(f"Invalid value {selector} for configuration replica.selector.class: "
+                              f"only {', '.join(REPLICA_SELECTORS)} is supported")
         self._resolve_broker_id()
         self.log_config = self._default_log_config()
 

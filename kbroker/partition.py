@@ -231,19 +231,22 @@ class Partition:
              read_committed: bool = False, to_log_end: bool = False, for_sending: bool = False) -> ReadResult:
         """Whole batches from the one containing ``fetch_offset`` up to the high watermark
         (``to_log_end``: up to the LEO, for a follower's fetch).  Raises
-        log.errors.OffsetOutOfRangeError below the log start or above the bound.
+        log.errors.OffsetOutOfRangeError below the log start or above the LEO; from the HW
+        up to the LEO the read is empty (Kafka's LocalLog.read: a follower serving a consumer
+        has a HW behind the leader's, and a leader's HW trails its LEO until the ISR fetched).
         ``for_sending``: large records come as a sendfile-able PinnedSlice (kbroker/record_sending.py)."""
         hw = self.log.high_watermark
-        bound = self.log.log_end_offset if to_log_end else hw
-        if fetch_offset > bound:
+        leo = self.log.log_end_offset
+        bound = leo if to_log_end else hw
+        if fetch_offset > leo:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
-                f"but the {'log end offset' if to_log_end else 'high watermark'} is {bound}")
+                f"but the log end offset is {leo}")
         if to_log_end:
             isolation = FetchIsolation.LOG_END
         else:
             isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
-        if fetch_offset == bound:
+        if fetch_offset >= bound:
             if fetch_offset < self.log.log_start_offset:
                 raise OffsetOutOfRangeError(
                     f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "

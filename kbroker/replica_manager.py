@@ -99,6 +99,17 @@ class ReplicaManager:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
+    def follower_partition(self, topic: str, index: int) -> Partition | None:
+        """The local partition when this broker is a follower of it (a replica in the
+        metadata cache, not leading, its log open), for consumer fetches from a follower
+        (KIP-392); else None."""
+        if (topic, index) in self.leading:
+            return None
+        info = self.cache.image.partition(topic, index)
+        if info is None or self.state.node_id not in info.replicas:
+            return None
+        return self.state.partition(topic, index)
+
     # -- LeaderAndIsr --------------------------------------------------------------------
 
     async def _ensure_topic(self, topic: str) -> None:

@@ -6,7 +6,8 @@
   (sessionless) gets INVALID_FETCH_SESSION_EPOCH.
 * Every requested partition is in the answer (Java drops a full response that omits
   one), with errors per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE (below
-  the log start offset or above the high watermark), FENCED_LEADER_EPOCH /
+  the log start offset or above the log end offset; from the high watermark to the LEO the
+  answer is no records, as Kafka's LocalLog.read), FENCED_LEADER_EPOCH /
   UNKNOWN_LEADER_EPOCH for a stale or future current_leader_epoch (v9+).
 * Data: whole stored batches from the one containing the fetch offset, sent as stored.
   Limits follow ReplicaManager.readFromLocalLog (KIP-74): the request budget is
@@ -23,6 +24,20 @@
   rejects null.
 * last_stable_offset = high watermark (no transactions yet), aborted_transactions null
   for read_uncommitted and empty for read_committed, preferred_read_replica -1.
+* Fetch from follower (KIP-392, cluster mode).  A consumer fetch v11+ carries client
+  metadata (Kafka: ``fetchOnlyFromLeader = isFromFollower || (isFromConsumer &&
+  clientMetadata.isEmpty)``):
+  - sent to a follower of the partition, it is served from the follower's log up to the
+    follower's HW, with the same leader-epoch checks against the epoch the follower knows;
+    an offset above the LEO is OFFSET_OUT_OF_RANGE (the consumer then asks the leader with
+    ListOffsets, which stays leader-only).  v4-10 consumer fetches to a follower stay
+    NOT_LEADER_OR_FOLLOWER.  A follower never names a preferred replica.
+  - sent to the leader with a non-empty ``rack_id`` and ``replica.selector.class`` set, the
+    leader asks kbroker/replica_selector.py (findPreferredReadReplica +
+    RackAwareReplicaSelector); when that names a follower the partition answers no records,
+    ``preferred_read_replica`` = that broker and the leader's HW / LSO / log start offset
+    (after the epoch checks), and the request answers at once (Kafka's fetchMessages
+    completes on a preferred read replica).
 * Replica fetches (cluster mode, ``replica_id`` >= 0; Kafka's ``Partition.fetchRecords`` for
   a follower): only the leader answers (else NOT_LEADER_OR_FOLLOWER), and only to a replica of
   the partition's assignment (else NOT_LEADER_OR_FOLLOWER).  With ``last_fetched_epoch``
@@ -44,15 +59,19 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from kbroker.partition import Partition
 from kbroker.registry import REGISTRY
+from kbroker.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica
 from kbroker.request_context import RequestContext
 from log.errors import LogError
 from wire.error_codes import ErrorCode
 from wire.messages import FetchRequest, FetchResponse
+
+log = logging.getLogger("kbroker.fetch")
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
@@ -71,14 +90,49 @@ def _partition_error(index: int, code: ErrorCode) -> PartitionData:
                          records=b"")
 
 
-def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, version: int,
-                    limit: int, min_one_message: bool, read_committed: bool) -> PartitionData:
-    """One partition's answer (ReplicaManager.read): at most ``limit`` bytes of whole
-    batches, the first one whole if ``min_one_message``."""
+def _epoch_error(partition: Partition, fp: FetchRequest.FetchPartition, version: int) -> PartitionData | None:
+    """FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a current_leader_epoch (v9+) older /
+    newer than the one this broker knows, leader or follower (Partition.localLogWithEpochOrThrow)."""
     epoch = fp.current_leader_epoch if version >= 9 else -1
     if epoch >= 0 and epoch != partition.leader_epoch:
         return _partition_error(fp.partition, ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
                                 else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    return None
+
+
+def _preferred_replica_answer(ctx: RequestContext, req: FetchRequest, partition: Partition,
+                              fp: FetchRequest.FetchPartition) -> PartitionData | None:
+    """On the leader: the answer naming a preferred read replica (KIP-392), or None when the
+    leader serves the fetch itself (no selector, no client rack, or the selector chose it)."""
+    state = ctx.broker
+    rep = partition.replication
+    if (ctx.api_version < 11 or not req.rack_id or rep is None
+            or state.config["replica.selector.class"] is None):
+        return None
+    cache = state.cluster.replicas.cache
+
+    def rack_of(broker_id: int) -> tuple[bool, str | None]:
+        info = cache.broker(broker_id)
+        return (False, None) if info is None else (True, info.rack)
+    chosen = preferred_read_replica(rep, partition.log_end_offset, fp.fetch_offset, req.rack_id, rack_of,
+                                    partition.now_ms())
+    if chosen == NO_PREFERRED_REPLICA:
+        return None
+    log.debug("replica selector chose broker %d for a fetch of %s-%d at offset %d from rack %s",
+              chosen, partition.topic, partition.index, fp.fetch_offset, req.rack_id)
+    return PartitionData(
+        partition_index=fp.partition, error_code=ErrorCode.NONE, high_watermark=partition.high_watermark,
+        last_stable_offset=partition.last_stable_offset, log_start_offset=partition.log_start_offset,
+        aborted_transactions=[] if req.isolation_level == 1 else None, preferred_read_replica=chosen, records=b"")
+
+
+def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, version: int,
+                    limit: int, min_one_message: bool, read_committed: bool) -> PartitionData:
+    """One partition's answer (ReplicaManager.read): at most ``limit`` bytes of whole
+    batches, the first one whole if ``min_one_message``."""
+    fenced = _epoch_error(partition, fp, version)
+    if fenced is not None:
+        return fenced
     try:
         if limit < 0:
             # the offset checks come first (out of range; at the high watermark: no data)
@@ -104,10 +158,9 @@ def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, versi
 def _read_replica_partition(partition: Partition, fp: FetchRequest.FetchPartition, version: int, limit: int,
                             min_one_message: bool, replica_id: int) -> PartitionData:
     """A follower's fetch of one partition this broker leads (see the module docstring)."""
-    epoch = fp.current_leader_epoch if version >= 9 else -1
-    if epoch >= 0 and epoch != partition.leader_epoch:
-        return _partition_error(fp.partition, ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
-                                else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    fenced = _epoch_error(partition, fp, version)
+    if fenced is not None:
+        return fenced
     lg = partition.log
     last_fetched = fp.last_fetched_epoch if version >= 12 else -1
     if last_fetched >= 0:
@@ -152,12 +205,17 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     topics = []
     replica_id = req.replica_id if ctx.api_version < 15 else req.replica_state.replica_id
     from_follower = replica_id >= 0 and getattr(state, "cluster", None) is not None
+    cluster_mode = getattr(state, "cluster", None) is not None
     for topic in req.topics:
         parts = []
         for fp in topic.partitions:
-            if getattr(state, "cluster", None) is not None:   # cluster mode: only the leader serves
+            as_follower = False   # a consumer fetch served by this follower (KIP-392)
+            if cluster_mode:   # the leader serves; a follower too for consumer fetches v11+
                 not_leader = state.cluster.replicas.leader_error(topic.topic, fp.partition)
-                if not_leader is not None:
+                if (not_leader == ErrorCode.NOT_LEADER_OR_FOLLOWER and not from_follower and ctx.api_version >= 11
+                        and state.cluster.replicas.follower_partition(topic.topic, fp.partition) is not None):
+                    as_follower = True
+                elif not_leader is not None:
                     parts.append(_partition_error(fp.partition, not_leader))
                     errors = True
                     continue
@@ -166,12 +224,24 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
                 parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
+            preferred = None
+            if cluster_mode and not from_follower and not as_follower:
+                preferred = _epoch_error(partition, fp, ctx.api_version) or \
+                    _preferred_replica_answer(ctx, req, partition, fp)
+            if preferred is not None:   # an epoch error or a preferred replica: answer at once
+                parts.append(preferred)
+                errors = True
+                continue
             if from_follower:
                 pd = _read_replica_partition(partition, fp, ctx.api_version, min(fp.partition_max_bytes, budget),
                                              total == 0, replica_id)
             else:
                 pd = _read_partition(partition, fp, ctx.api_version, min(fp.partition_max_bytes, budget),
                                      total == 0, read_committed)
+                if as_follower and pd.records:
+                    log.debug("follower %d served a consumer fetch of %s-%d at offset %d (%d bytes, HW %d)",
+                              state.node_id, topic.topic, fp.partition, fp.fetch_offset, len(pd.records),
+                              pd.high_watermark)
             size = len(pd.records)
             total += size
             budget = max(0, budget - size)
