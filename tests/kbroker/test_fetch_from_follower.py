@@ -13,7 +13,12 @@ from cluster.metadata_image import BrokerInfo
 from cluster.partition_state import PartitionState
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.handlers.fetch import _read_all
-from kbroker.replica_selector import RACK_AWARE_SELECTOR, ReplicaView, preferred_read_replica, select_rack_aware
+from kbroker.replica_selector import (
+    RACK_AWARE_SELECTOR,
+    ReplicaView,
+    preferred_read_replica,
+    select_rack_aware,
+)
 from log.errors import OffsetOutOfRangeError
 from tests.kbroker.test_partition_replication import replicated
 from tests.log.helpers import batch
