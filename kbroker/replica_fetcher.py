@@ -253,7 +253,11 @@ class ReplicaFetcher:
             try:
                 if pd.records:
                     lg.append_as_follower(pd.records)
+                hw_before = lg.high_watermark
                 lg.update_high_watermark(min(pd.high_watermark, lg.log_end_offset))
+                if lg.high_watermark != hw_before:
+                    # consumers reading from this follower (KIP-392) parked at the old HW
+                    self.state.fetch_waiters.notify(tp)
                 if pd.log_start_offset > lg.log_start_offset:
                     lg.maybe_increment_log_start_offset(min(pd.log_start_offset, lg.high_watermark),
                                                         "LeaderOffsetIncremented")
