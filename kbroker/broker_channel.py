@@ -33,8 +33,9 @@ REQUEST_TIMEOUT_S = 30.0
 _I32 = struct.Struct(">i")
 
 
-async def _roundtrip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, message: Any,
-                     version: int, correlation_id: int, client_id: str) -> Any:
+async def roundtrip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, message: Any,
+                    version: int, correlation_id: int, client_id: str) -> Any:
+    """One request and its response on an open connection (the caller serialises use of it)."""
     writer.write(encode_request(message, version, correlation_id, client_id))
     await writer.drain()
     (size,) = _I32.unpack(await reader.readexactly(4))
@@ -51,7 +52,7 @@ async def send_once(host: str, port: int, message: Any, version: int, client_id:
     async def go() -> Any:
         reader, writer = await asyncio.open_connection(host, port)
         try:
-            return await _roundtrip(reader, writer, message, version, 1, client_id)
+            return await roundtrip(reader, writer, message, version, 1, client_id)
         finally:
             writer.close()
     return await asyncio.wait_for(go(), timeout_s)
@@ -81,7 +82,7 @@ class BrokerLink:
                         self._conn = await asyncio.wait_for(
                             asyncio.open_connection(self.host, self.port), REQUEST_TIMEOUT_S)
                     response = await asyncio.wait_for(
-                        _roundtrip(*self._conn, message, version, next(self._correlation),
+                        roundtrip(*self._conn, message, version, next(self._correlation),
                                    self.client_id), REQUEST_TIMEOUT_S)
                     fut.set_result(response)
                 except (OSError, EOFError, TimeoutError, asyncio.IncompleteReadError,

@@ -42,16 +42,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kbroker.broker_channel import roundtrip
 from log.errors import LogError
 from log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from wire.error_codes import ErrorCode
-from wire.headers import decode_response, encode_request
 from wire.messages import FetchRequest, ListOffsetsRequest
-from wire.schema import RESPONSES
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -62,7 +60,6 @@ log = logging.getLogger("kbroker.replica_fetcher")
 
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 4
-_I32 = struct.Struct(">i")
 TopicPartition = tuple[str, int]
 
 
@@ -338,21 +335,13 @@ class ReplicaFetcher:
     # -- the connection ------------------------------------------------------------------
 
     async def _send(self, message: Any, version: int, timeout_s: float) -> Any:
-        async def roundtrip() -> Any:
+        async def send() -> Any:
             if self._conn is None:
                 self._conn = await asyncio.open_connection(*self.endpoint)
-            reader, writer = self._conn
-            cid = next(self._correlation) & 0x7FFFFFFF
-            writer.write(encode_request(message, version, cid, f"broker-{self.settings.broker_id}-fetcher"))
-            await writer.drain()
-            (size,) = _I32.unpack(await reader.readexactly(4))
-            frame = await reader.readexactly(size)
-            got, response = decode_response(RESPONSES[message.API_KEY].cls, frame, version)
-            if got != cid:
-                raise ConnectionError(f"correlation id {got} answered for {cid}")
-            return response
+            return await roundtrip(*self._conn, message, version, next(self._correlation) & 0x7FFFFFFF,
+                                   f"broker-{self.settings.broker_id}-fetcher")
         try:
-            return await asyncio.wait_for(roundtrip(), timeout_s)
+            return await asyncio.wait_for(send(), timeout_s)
         except BaseException:
             self._drop_connection()
             raise
