@@ -17,3 +17,9 @@ class RequestContext:
     client_id: str | None
     broker: BrokerState
     peer: str = ""
+    # Who sent it (Kafka's KafkaPrincipal as "<type>:<name>"): "User:ANONYMOUS" on a
+    # PLAINTEXT listener; the SASL user or the TLS certificate's mapped subject once a
+    # listener authenticates (set by the connection).  The authorizer reads it.
+    principal: str = "User:ANONYMOUS"
+    # The listener the request came in on (its name in ``listeners``, e.g. "PLAINTEXT").
+    listener_name: str = "PLAINTEXT"
