@@ -57,6 +57,9 @@ class Broker:
         self.cluster: ClusterRuntime | None = None
         self.host = ""
         self.port = 0
+        self.metrics_server: Any = None   # kbroker/metrics_server.py, when kbroker.metrics.port is set
+        self.metrics_port: int | None = None
+        self.console: Any = None          # kbroker/console/, when kbroker.console.listener is set
 
     # ------------------------------------------------------------ asyncio API
     async def start_async(self) -> Broker:
@@ -102,10 +105,29 @@ class Broker:
         if cleaner is not None:
             self._cleaner = CleanerProcesses(cleaner, cleaner.config.num_threads, cleaner.config.backoff_ms).start()
         self._ticker = asyncio.ensure_future(self._tick())
+        await self._start_ops_endpoints(listener.bind_host)
         log.info("started (kbroker id=%d) listening on %s:%d", self.config.node_id, self.host, self.port)
         return self
 
+    async def _start_ops_endpoints(self, host: str | None) -> None:
+        """/metrics and the web console, when configured (issue 18; both off by default)."""
+        port = self.config["kbroker.metrics.port"]
+        if port is not None:
+            from kbroker.metrics_server import MetricsServer
+
+            self.metrics_server = MetricsServer(self)
+            self.metrics_port = await self.metrics_server.start(host, port)
+        if self.config["kbroker.console.listener"]:
+            from kbroker.console.server import start_console
+
+            self.console = await start_console(self.config["kbroker.console.listener"],
+                                               self.bootstrap_servers)
+
     async def stop_async(self) -> None:
+        for endpoint in (self.console, self.metrics_server):
+            if endpoint is not None:
+                await endpoint.stop()
+        self.console = self.metrics_server = None
         cluster, self.cluster = self.cluster, None
         if cluster is not None:
             if self.config["controlled.shutdown.enable"] and cluster.broker_epoch >= 0:

@@ -164,6 +164,11 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("transaction.state.log.num.partitions", "int", 50, at_least=1),
     _k("transaction.state.log.replication.factor", "short", 3, at_least=1),
     _k("transaction.state.log.min.isr", "int", 2, at_least=1),
+    # ---- operations (issue 18; kbroker's own, not Kafka's): both off unless set
+    # Prometheus /metrics on this port (0: a free one), on the first listener's host
+    _k("kbroker.metrics.port", "int", None, at_least=0),
+    # the web console, e.g. http://127.0.0.1:9080 (kbroker/console/)
+    _k("kbroker.console.listener", "string", None),
 ]}
 
 

@@ -56,10 +56,12 @@ import inspect
 import logging
 import os
 from collections import deque
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.error_responses import CLOSE, error_response
+from kbroker.metrics import REQUEST_STATS
 from kbroker.registry import INTER_BROKER, NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
 from log.file_records import PinnedSlice
@@ -93,11 +95,12 @@ class SendStats:
 
 
 class _Slot:
-    __slots__ = ("parts", "ready")
+    __slots__ = ("parts", "ready", "t0")
 
-    def __init__(self) -> None:
+    def __init__(self, t0: float = 0.0) -> None:
         self.parts: list[Any] | None = None
         self.ready = False
+        self.t0 = t0   # perf_counter() when its request arrived; 0: not timed (kbroker/metrics.py)
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -167,6 +170,7 @@ class KafkaConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------ requests
     def _dispatch(self, frame: bytearray) -> None:
+        t0 = perf_counter()
         try:
             header, offset = decode_request_header(frame)
         except DecodeError as e:
@@ -194,7 +198,7 @@ class KafkaConnection(asyncio.Protocol):
         except WireError as e:
             self._abort(f"malformed api key {key} v{version} request: {e}")
             return
-        slot = _Slot()
+        slot = _Slot(t0)
         self.slots.append(slot)
         try:
             result = entry.handler(ctx, request)
@@ -238,6 +242,8 @@ class KafkaConnection(asyncio.Protocol):
                 self._handler_failed(slot, ctx, request, exc)
                 return
         slot.ready = True
+        if slot.t0:
+            REQUEST_STATS.observe(ctx.api_key, perf_counter() - slot.t0)
         if not self._dispatching:
             self._flush()
 
@@ -261,6 +267,8 @@ class KafkaConnection(asyncio.Protocol):
             return
         slot.parts = parts
         slot.ready = True
+        if slot.t0:
+            REQUEST_STATS.observe(ctx.api_key, perf_counter() - slot.t0)
         if not self._dispatching:
             self._flush()
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cluster.partition_state import IsrProposal, PartitionState
+from kbroker.metrics import ISR_STATS
 from kbroker.record_sending import read_for_sending
 from log.config import LogConfig
 from log.errors import LogError, OffsetOutOfRangeError, PolicyViolationError
@@ -139,6 +140,7 @@ class Partition:
             return False
         proposal = rep.maybe_expand_isr(replica_id, self.log.high_watermark)
         if proposal is not None:
+            ISR_STATS.expands += 1
             if self.submit_isr_change is not None:
                 self.submit_isr_change(self, proposal)
             else:
@@ -153,6 +155,7 @@ class Partition:
             return
         proposal = rep.maybe_shrink_isr(self.now_ms(), self.log.log_end_offset)
         if proposal is not None:
+            ISR_STATS.shrinks += 1
             self.submit_isr_change(self, proposal)
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:

@@ -63,6 +63,7 @@ import logging
 import time
 from typing import Any
 
+from kbroker.metrics import TOPIC_STATS
 from kbroker.partition import Partition
 from kbroker.registry import REGISTRY
 from kbroker.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica
@@ -252,6 +253,19 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics), total, errors
 
 
+def _counted(ctx: RequestContext, req: FetchRequest, resp: FetchResponse) -> FetchResponse:
+    """The response that goes out adds its record bytes to BytesOut (consumers) or
+    ReplicationBytesOut (followers) of each topic (kbroker/metrics.py)."""
+    by_follower = (req.replica_id if ctx.api_version < 15 else req.replica_state.replica_id) >= 0
+    for topic in resp.responses:
+        size = 0
+        for pd in topic.partitions:
+            size += len(pd.records) if pd.records is not None else 0
+        if size:
+            TOPIC_STATS.fetched(topic.topic, size, by_follower)
+    return resp
+
+
 def _min_bytes(req: FetchRequest) -> int:
     """min_bytes capped at the budget (KafkaApis: fetchMinBytes = min(minBytes, fetchMaxBytes))."""
     return min(req.min_bytes, _budget(req))
@@ -263,7 +277,7 @@ async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: floa
         await ctx.broker.fetch_waiters.wait(tps, deadline - time.monotonic())
         resp, total, errors = _read_all(ctx, req)
         if total >= _min_bytes(req) or errors or time.monotonic() >= deadline:
-            return resp
+            return _counted(ctx, req, resp)
 
 
 @REGISTRY.register(1, 4, 12)
@@ -275,5 +289,5 @@ def handle_fetch(ctx: RequestContext, req: FetchRequest) -> Any:
             return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     resp, total, errors = _read_all(ctx, req)
     if total >= _min_bytes(req) or errors or req.max_wait_ms <= 0 or not req.topics:
-        return resp
+        return _counted(ctx, req, resp)
     return _wait_then_read(ctx, req, time.monotonic() + req.max_wait_ms / 1000.0)

@@ -31,6 +31,7 @@ at once with its error, as in Kafka.
 
 from __future__ import annotations
 
+from kbroker.metrics import TOPIC_STATS
 from kbroker.registry import NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import is_internal
@@ -153,6 +154,8 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                         for r in e.record_errors]
                 partitions.append(resp)
                 continue
+            if not info.duplicate:   # BrokerTopicMetrics: counted from the append, records not decoded
+                TOPIC_STATS.produced(topic.name, info.record_count, len(pd.records))  # type: ignore[arg-type]
             answer = PartitionResponse(
                 index=pd.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
                 log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)

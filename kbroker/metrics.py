@@ -1,0 +1,102 @@
+"""The broker's hot-path counters: what request handling adds per request or per batch.
+
+Everything here is plain Python integers and floats in dicts, written only from the event
+loop's thread (handlers and connections run there), so there are no locks: a request adds
+one ``perf_counter`` pair and :meth:`RequestStats.observe` (a bisect and three increments),
+a produce or fetch adds one dict update per partition.  prometheus-client's own
+``Counter``/``Histogram`` take a lock per update and are not used on this path: the
+scrape-time collector (kbroker/metrics_collector.py) turns these dicts into Prometheus
+families when ``/metrics`` is read.
+
+Names follow Kafka's JMX beans (``kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,
+topic=...``), counted as totals: Prometheus derives the rates.
+
+* ``TOPIC_STATS``: per topic, messages and bytes in (records appended by Produce, counted from
+  the append's ``LogAppendInfo.record_count`` / the batch's size: records are never decoded),
+  bytes out to consumers and to followers (Kafka's BytesOutPerSec and
+  ReplicationBytesOutPerSec), failed produce/fetch requests.
+* ``REQUEST_STATS``: per API key, requests and a latency histogram (seconds, from the request
+  being decoded to its response being encoded; a parked Fetch counts its wait, as Kafka's
+  TotalTimeMs does).
+* ``ISR_STATS``: ISR shrink/expand proposals made by partitions this broker leads.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+__all__ = ["ISR_STATS", "REQUEST_STATS", "TOPIC_STATS", "LATENCY_BUCKETS_S", "IsrStats",
+           "RequestStats", "TopicStats"]
+
+# Upper bounds (seconds) of the latency buckets; +Inf is implicit.  From 0.5 ms (a Metadata
+# answered from memory) to 30 s (request.timeout.ms; a long-poll Fetch waits up to 0.5 s by default).
+LATENCY_BUCKETS_S: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                        0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class TopicStats:
+    """Per-topic totals since the process started (Kafka's BrokerTopicMetrics)."""
+
+    __slots__ = ("messages_in", "bytes_in", "bytes_out", "replication_bytes_out",
+                 "failed_produce", "failed_fetch")
+
+    def __init__(self) -> None:
+        self.messages_in: dict[str, int] = {}
+        self.bytes_in: dict[str, int] = {}
+        self.bytes_out: dict[str, int] = {}
+        self.replication_bytes_out: dict[str, int] = {}
+        self.failed_produce: dict[str, int] = {}
+        self.failed_fetch: dict[str, int] = {}
+
+    def produced(self, topic: str, records: int, size_bytes: int) -> None:
+        """A batch of ``records`` records and ``size_bytes`` bytes was appended to ``topic``."""
+        self.messages_in[topic] = self.messages_in.get(topic, 0) + records
+        self.bytes_in[topic] = self.bytes_in.get(topic, 0) + size_bytes
+
+    def fetched(self, topic: str, size_bytes: int, by_follower: bool) -> None:
+        """``size_bytes`` record bytes of ``topic`` went out in a Fetch response."""
+        d = self.replication_bytes_out if by_follower else self.bytes_out
+        d[topic] = d.get(topic, 0) + size_bytes
+
+    def clear(self) -> None:
+        for name in self.__slots__:
+            getattr(self, name).clear()
+
+
+class RequestStats:
+    """Per API key: count, latency sum and bucket counts (cumulative only on export)."""
+
+    __slots__ = ("counts", "sums", "buckets")
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.sums: dict[int, float] = {}
+        self.buckets: dict[int, list[int]] = {}   # per key: len(LATENCY_BUCKETS_S) + 1 counts
+
+    def observe(self, api_key: int, seconds: float) -> None:
+        b = self.buckets.get(api_key)
+        if b is None:
+            b = self.buckets[api_key] = [0] * (len(LATENCY_BUCKETS_S) + 1)
+            self.counts[api_key] = 0
+            self.sums[api_key] = 0.0
+        b[bisect_left(LATENCY_BUCKETS_S, seconds)] += 1
+        self.counts[api_key] += 1
+        self.sums[api_key] += seconds
+
+    def clear(self) -> None:
+        self.counts.clear()
+        self.sums.clear()
+        self.buckets.clear()
+
+
+class IsrStats:
+    __slots__ = ("shrinks", "expands")
+
+    def __init__(self) -> None:
+        self.shrinks = 0
+        self.expands = 0
+
+
+TOPIC_STATS = TopicStats()
+REQUEST_STATS = RequestStats()
+ISR_STATS = IsrStats()
