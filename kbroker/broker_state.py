@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kbroker.authorizer import AclAuthorizer, build_authorizer
 from kbroker.config import BrokerConfig
 from kbroker.dynamic_broker_configs import DynamicBrokerConfigs
 from kbroker.fetch_waiters import FetchWaiters
@@ -118,6 +119,8 @@ class BrokerState:
         self.producer_ids: ProducerIdManager | ZkProducerIdManager | NoProducerIds = (
             NoProducerIds() if static_config.cluster_mode else ProducerIdManager(self.log_manager.log_dirs[0]))
         self.groups = GroupService(self)
+        # authorizer.class.name: None = everything allowed (kbroker/authorizer.py)
+        self.authorizer: AclAuthorizer | None = build_authorizer(config, _first_dir(dirs))
         self.connections: set[KafkaConnection] = set()
         self.bound_port: int | None = None
         # Cluster mode (zookeeper.connect set): ZooKeeper, metadata cache, replicas,
@@ -227,6 +230,8 @@ class BrokerState:
         self.topic_configs.close()
         self.dynamic_configs.close()
         self.producer_ids.close()
+        if self.authorizer is not None:
+            self.authorizer.close()
 
 
 def _first_dir(dirs: list[str]) -> str:

@@ -71,6 +71,12 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("socket.request.max.bytes", "int", 104857600, at_least=1),
     _k("connections.max.idle.ms", "long", 600000),
     _k("request.timeout.ms", "int", 30000, at_least=0),
+    # ---- authorization and quotas (issue 17; kbroker/authorizer.py, kbroker/quotas.py)
+    _k("authorizer.class.name", "string", ""),
+    _k("super.users", "string", None),
+    _k("allow.everyone.if.no.acl.found", "boolean", False),
+    _k("quota.window.num", "int", 11, at_least=1),
+    _k("quota.window.size.seconds", "int", 1, at_least=1),
     # ---- cluster mode (issue 13): set zookeeper.connect to join a cluster
     _k("zookeeper.connect", "string", None),
     _k("zookeeper.session.timeout.ms", "int", 18000),

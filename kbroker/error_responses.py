@@ -170,6 +170,9 @@ LAYOUTS: dict[int, Layout] = {
     44: Layout(Shape(entries=(_entries(
         "resources", "responses",
         copy={"resource_type": "resource_type", "resource_name": "resource_name"}),))),
+    # CreateAcls / DeleteAcls: per creation / per filter (Create/DeleteAclsRequest.getErrorResponse).
+    30: Layout(Shape(entries=(_entries("creations", "results"),))),
+    31: Layout(Shape(entries=(_entries("filters", "filter_results"),))),
     # CreatePartitions: per topic.
     37: Layout(Shape(entries=(_entries("topics", "results", copy={"name": "name"}),))),
     # DeleteGroups: per group id.

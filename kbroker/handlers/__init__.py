@@ -2,6 +2,7 @@
 in kbroker.registry.REGISTRY (from which ApiVersions answers)."""
 
 from kbroker.handlers import (  # noqa: F401
+    acls_admin,
     api_versions,
     cluster_admin,
     configs_admin,
