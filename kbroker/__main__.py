@@ -8,6 +8,8 @@ import logging
 import signal
 import sys
 
+import click
+
 from cluster.coordination import CoordinationError
 from kbroker import stack_dump
 from kbroker.broker import Broker, new_event_loop
@@ -51,18 +53,50 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="kbroker", description="A Kafka broker in Python")
-    sub = ap.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="start a broker (like kafka-server-start.sh)")
-    serve.add_argument("properties", nargs="?", help="a server.properties file")
-    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                       help="set a property, overriding the file")
-    serve.add_argument("--log-level", default="INFO")
+def _serve_main(argv: list[str]) -> int:
+    """``kbroker serve ...``: parsed by argparse exactly as before the tools existed (the
+    Makefile, tests/compat/broker_process.py and the cluster harness start brokers so)."""
+    ap = argparse.ArgumentParser(prog="kbroker serve", description="start a broker (like kafka-server-start.sh)")
+    ap.add_argument("properties", nargs="?", help="a server.properties file")
+    ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                    help="set a property, overriding the file")
+    ap.add_argument("--log-level", default="INFO")
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     return _serve(args)
+
+
+@click.group(name="kbroker", help="A Kafka broker in Python, and Kafka's command-line tools.")
+def cli() -> None:
+    pass
+
+
+@cli.command("serve", help="Start a broker (like kafka-server-start.sh): "
+             "serve [server.properties] [--override key=value ...] [--log-level LEVEL].",
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                               "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def serve(args: tuple[str, ...]) -> None:
+    sys.exit(_serve_main(list(args)))
+
+
+def _add_tools() -> None:
+    from kbroker.tools import commands
+    for command in commands():
+        cli.add_command(command)
+
+
+_add_tools()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script ``kbroker``: returns the exit status."""
+    try:
+        cli.main(args=argv, prog_name="kbroker", standalone_mode=True)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
 
 
 if __name__ == "__main__":

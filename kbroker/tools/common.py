@@ -1,0 +1,72 @@
+"""What every protocol tool shares: the connection options and the error-to-exit-status rule."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from kbroker.tools.client import Client, ToolError, load_command_config
+
+__all__ = ["connection_options", "connect", "fail", "java_string_hash_order", "ToolError"]
+
+
+def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--bootstrap-server`` (required) and ``--command-config``, as Kafka's tools take them."""
+    f = click.option("--command-config", "command_config", type=click.Path(exists=True, dir_okay=False),
+                     help="Property file with client configs (security.protocol=PLAINTEXT only).")(f)
+    f = click.option("--bootstrap-server", "bootstrap_server", required=True, metavar="HOST:PORT[,...]",
+                     help="REQUIRED: the Kafka server(s) to connect to.")(f)
+    return f
+
+
+def connect(bootstrap_server: str, command_config: str | None) -> Client:
+    return Client(bootstrap_server, load_command_config(command_config))
+
+
+def fail(prefix: str = "Error: ") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Turn a ToolError (or a lost connection) into ``<prefix><message>`` on stderr, exit 1."""
+    def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return f(*args, **kwargs)
+            except (ToolError, OSError) as e:
+                click.echo(f"{prefix}{e}", err=True)
+                sys.exit(1)
+        return run
+    return wrap
+
+
+def _java_hash(s: str) -> int:
+    """Java's String.hashCode: over UTF-16 code units, 32-bit wrapping (unsigned here)."""
+    raw = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(raw), 2):
+        h = (31 * h + int.from_bytes(raw[i:i + 2], "big")) & 0xFFFFFFFF
+    return h
+
+
+def java_string_hash_order(keys: list[str], initial_capacity: int = 16) -> list[str]:
+    """The iteration order of a java.util.HashMap<String, ?> filled with ``keys`` in order.
+
+    Kafka's admin ``Config`` keeps entries in a HashMap, so kafka-topics.sh prints a topic's
+    ``Configs:`` in hash order (and its topics in the order of a HashMap sized for them); to
+    print the same lines we replay it: table size ``initial_capacity`` (rounded up to a power
+    of two) doubling
+    when size exceeds 0.75 of it, bucket = (h ^ (h >>> 16)) & (size - 1), insertion order
+    within a bucket (a resize keeps the relative order of entries that share a new bucket).
+    """
+    n = 1
+    while n < initial_capacity:  # HashMap.tableSizeFor
+        n *= 2
+    while len(keys) > n * 3 // 4:
+        n *= 2
+    def bucket(k: str) -> int:
+        h = _java_hash(k)
+        return (h ^ (h >> 16)) & (n - 1)
+    order = {k: i for i, k in enumerate(keys)}
+    return sorted(keys, key=lambda k: (bucket(k), order[k]))
