@@ -68,8 +68,11 @@ class KafkaProcess(BrokerProcess):
 
     ready_line = _STARTED
 
-    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None):
+    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None,
+                 heap: list[str] | None = None):
+        """``heap``: the JVM heap options (default kafka-server-start.sh's, SERVER_HEAP)."""
         super().__init__(data_dir)
+        self.heap = list(heap or SERVER_HEAP)
         self.controller_port = free_port()
         self.props = {
             "process.roles": "broker,controller",
@@ -113,7 +116,7 @@ class KafkaProcess(BrokerProcess):
         gc_log = self.data_dir / "kafkaServer-gc.log"
         # kafka-server-start.sh's -loggc and kafka-run-class.sh's JMX options, as they are by default
         extra = [f"-Xlog:gc*:file={gc_log}:time,tags:filecount=10,filesize=100M", *JMX]
-        return _java("kafka.Kafka", [str(self.properties_file)], [*SERVER_HEAP, *extra])
+        return _java("kafka.Kafka", [str(self.properties_file)], [*self.heap, *extra])
 
     def start(self, timeout_s: float = 120.0) -> KafkaProcess:
         if not self._formatted:

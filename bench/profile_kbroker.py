@@ -15,7 +15,14 @@ file at exit) and tabulates the top functions by cumulative and by own time:
   restarted on the same data dir (workload 3), so its profile holds no produce;
 * consume, Java: the same topic read by ConsumerPerformance (a subscribed group member);
 * latency: records at 10,000/s read back as they arrive (workload 4), where the broker
-  handles many small produce requests and wakes a parked fetch for each.
+  handles many small produce requests and wakes a parked fetch for each;
+* small produce (bench/small_wide_bench.py): idempotent, acks=all, linger.ms=0, 100 B
+  records over 64 partitions, unthrottled: the per-request path of small requests;
+* wide fetch (bench/small_wide_bench.py): one consumer reading a topic of 500 partitions
+  pre-filled with small records: the per-partition path of Fetch.
+
+``--only small,wide`` runs only the named parts (data, java, consume, consume-java,
+latency, small, wide); the report then holds those parts.
 
 cProfile sees the event-loop (main) thread only, where every request is handled; the
 background thread (retention, flushes, checkpoints) is idle in these runs.  Its overhead
@@ -33,7 +40,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import kafka_dist, workloads
+from bench import kafka_dist, small_wide_bench, workloads
 from bench.side_by_side import COMMON, RESULTS
 from tests.compat.broker_process import ROOT, BrokerProcess
 
@@ -82,6 +89,8 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=256, help="MiB of 1 KiB records per 1 KiB produce run")
     ap.add_argument("--small-records", type=int, default=1_000_000, help="records per 100 B produce run")
     ap.add_argument("--latency-s", type=float, default=10.0, help="seconds of the latency part")
+    ap.add_argument("--wide-per-partition", type=int, default=1_000, help="records per partition, wide fetch")
+    ap.add_argument("--only", help="comma-separated part names (default: all)")
     ap.add_argument("--out", type=Path, default=RESULTS / "profile.md")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kbroker-profile-"))
@@ -119,12 +128,34 @@ def main() -> None:
         return (f"{len(lat):,} records at 10,000/s, p50 {workloads.percentile(lat, 50):.1f} ms, "
                 f"p99 {workloads.percentile(lat, 99):.1f} ms")
 
+    def small(b: str) -> str:
+        workloads.create_topic(b, "small", small_wide_bench.SMALL_PARTITIONS)
+        f = small_wide_bench.small_produce(b, "small", args.small_records)
+        return (f"{args.small_records:,} records of 100 B over {small_wide_bench.SMALL_PARTITIONS} partitions, "
+                f"{f['small.records_s']:,.0f} records/s, delivery p99 {f['small.p99_ms']:.1f} ms")
+
+    def wide(b: str) -> str:
+        small_wide_bench.wide_fill(b, "wide", args.wide_per_partition)
+        n = args.wide_per_partition * small_wide_bench.WIDE_PARTITIONS
+        f = small_wide_bench.wide_fetch(b, "wide", n)
+        return (f"{n:,} records of 100 B over {small_wide_bench.WIDE_PARTITIONS} partitions (the fill is in the "
+                f"profile too), read at {f['wide.records_s']:,.0f} records/s")
+
     parts = [("Workload 1: produce, confluent-kafka (1 KiB and 100 B, acks=1 and all)", "data", produce_all),
              ("Workload 2: produce, Java ProducerPerformance 100 B acks=all (idempotent)", "java", produce_java),
              ("Workload 3: consume, confluent-kafka, the 1 KiB acks=1 topic from the beginning", "data", consume),
              ("Workload 3: consume, Java ConsumerPerformance, the same topic", "data", consume_java),
              ("Workload 4: end-to-end latency at 10,000 records/s (small requests, parked fetches)", "lat",
-              latency)]
+              latency),
+             ("Small produce: idempotent, acks=all, linger.ms=0, 100 B, 64 partitions", "small", small),
+             ("Wide fetch: one consumer, 500 partitions of 100 B records", "wide", wide)]
+    names = {produce_all: "data", produce_java: "java", consume: "consume", consume_java: "consume-java",
+             latency: "latency", small: "small", wide: "wide"}
+    if args.only:
+        wanted = set(args.only.split(","))
+        if "consume" in wanted or "consume-java" in wanted:
+            wanted.add("data")  # the consume parts read what it produced
+        parts = [p for p in parts if names[p[2]] in wanted]
     md = ["# Where kbroker's time goes (cProfile)", "",
           f"Made by `make bench-profile` (bench/profile_kbroker.py) on {time.strftime('%Y-%m-%d %H:%M %Z')}. "
           "cProfile sees the broker's event-loop thread, where every request is handled; its "
