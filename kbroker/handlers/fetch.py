@@ -63,6 +63,8 @@ import logging
 import time
 from typing import Any
 
+from kbroker.acl import CLUSTER_ACTION, READ, TOPIC
+from kbroker.authorizer import authorize, authorize_cluster
 from kbroker.metrics import TOPIC_STATS
 from kbroker.partition import Partition
 from kbroker.registry import REGISTRY
@@ -209,7 +211,13 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     cluster_mode = getattr(state, "cluster", None) is not None
     for topic in req.topics:
         parts = []
+        # KafkaApis: a follower needs ClusterAction on the cluster, a consumer Read on the topic
+        may_read = authorize_cluster(ctx, CLUSTER_ACTION) if from_follower else authorize(ctx, READ, TOPIC, topic.topic)
         for fp in topic.partitions:
+            if not may_read:
+                parts.append(_partition_error(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                errors = True
+                continue
             as_follower = False   # a consumer fetch served by this follower (KIP-392)
             if cluster_mode:   # the leader serves; a follower too for consumer fetches v11+
                 not_leader = state.cluster.replicas.leader_error(topic.topic, fp.partition)

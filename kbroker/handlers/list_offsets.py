@@ -18,6 +18,8 @@ HW.  A follower asking (``replica_id`` >= 0) gets the LEO for "latest", without 
 
 from __future__ import annotations
 
+from kbroker.acl import DESCRIBE, TOPIC
+from kbroker.authorizer import authorize
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from log.errors import LogError
@@ -44,7 +46,11 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
     topics = []
     for t in req.topics:
         parts = []
+        may_describe = authorize(ctx, DESCRIBE, TOPIC, t.name)
         for p in t.partitions:
+            if not may_describe:   # KafkaApis: Describe on the topic
+                parts.append(_error(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if counts[(t.name, p.partition_index)] > 1:
                 parts.append(_error(p.partition_index, ErrorCode.INVALID_REQUEST))
                 continue

@@ -31,6 +31,8 @@ at once with its error, as in Kafka.
 
 from __future__ import annotations
 
+from kbroker.acl import TOPIC, TRANSACTIONAL_ID, WRITE
+from kbroker.authorizer import authorize
 from kbroker.metrics import TOPIC_STATS
 from kbroker.registry import NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
@@ -100,6 +102,11 @@ def _whole_request_error(req: ProduceRequest, v: int, code: ErrorCode, message: 
 def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
     state = ctx.broker
     v = ctx.api_version
+    if req.transactional_id is not None and not authorize(ctx, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        if req.acks == 0:
+            return NO_RESPONSE
+        return _whole_request_error(req, v, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                    "Transactional Id authorization failed.")
     if v >= 3 and req.transactional_id is None and _has_transactional_batch(req):
         # KafkaApis.handleProduceRequest: transactional records need a transactional id
         # (authorized for WRITE) or the whole request fails before anything is appended.
@@ -115,9 +122,13 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
     topics = []
     for topic in req.topic_data:
         partitions = []
+        may_write = authorize(ctx, WRITE, TOPIC, topic.name)
         for pd in topic.partition_data:
             if v < 3:
                 partitions.append(_error(pd.index, ErrorCode.UNSUPPORTED_VERSION))
+                continue
+            if not may_write:   # KafkaApis: before the existence and record checks
+                partitions.append(_error(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             if not valid_acks:
                 partitions.append(_error(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
