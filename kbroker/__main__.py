@@ -85,6 +85,8 @@ def _add_tools() -> None:
     from kbroker.tools import commands
     for command in commands():
         cli.add_command(command)
+    from kbroker.console.cli import console  # the web console (kbroker/console/, issue 18)
+    cli.add_command(console)
 
 
 _add_tools()
