@@ -15,5 +15,7 @@ import click
 
 def commands() -> list[click.Command]:
     """Every tool's click command, for ``kbroker``'s command group."""
+    from kbroker.tools.consumer_groups import consumer_groups
+    from kbroker.tools.get_offsets import get_offsets
     from kbroker.tools.topics import topics
-    return [topics]
+    return [topics, consumer_groups, get_offsets]

@@ -26,6 +26,7 @@ from wire.headers import decode_response, encode_request
 from wire.messages import (
     ApiVersionsRequest,
     FindCoordinatorRequest,
+    ListOffsetsRequest,
     MetadataRequest,
 )
 from wire.schema import REQUESTS, RESPONSES
@@ -247,3 +248,34 @@ class Client:
             raise KafkaError(err, msg, what=f"FindCoordinator for {group!r}")
         self.nodes[node] = (host, port)
         return node
+
+    def list_offsets(self, partitions: list[tuple[str, int]], timestamp: int,
+                     isolation_level: int = 0) -> dict[tuple[str, int], int | None]:
+        """ListOffsets at each partition's leader: ``timestamp`` -1 latest, -2 earliest,
+        -3 max-timestamp (v7+), or a time in ms.  None where there is no such offset
+        (offset -1), the partition has no leader, or the leader answered an error."""
+        leaders = self.partition_leaders(sorted({t for t, _ in partitions}))
+        by_leader: dict[int, dict[str, list[int]]] = {}
+        out: dict[tuple[str, int], int | None] = {}
+        for t, p in partitions:
+            leader = leaders.get((t, p), -1)
+            if leader < 0:
+                out[(t, p)] = None
+                continue
+            by_leader.setdefault(leader, {}).setdefault(t, []).append(p)
+        for leader, topics in by_leader.items():
+            req = ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[
+                ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
+                    ListOffsetsRequest.ListOffsetsPartition(partition_index=p, current_leader_epoch=-1,
+                                                            timestamp=timestamp, max_num_offsets=1)
+                    for p in ps]) for t, ps in topics.items()], timeout_ms=30000)
+            resp, v = self.send(req, node=leader)
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        out[(t.name, p.partition_index)] = None
+                    elif v == 0:
+                        out[(t.name, p.partition_index)] = p.old_style_offsets[0] if p.old_style_offsets else None
+                    else:
+                        out[(t.name, p.partition_index)] = p.offset if p.offset >= 0 else None
+        return out

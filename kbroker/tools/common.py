@@ -11,7 +11,9 @@ import click
 
 from kbroker.tools.client import Client, ToolError, load_command_config
 
-__all__ = ["connection_options", "connect", "fail", "java_string_hash_order", "ToolError"]
+__all__ = ["connection_options", "connect", "fail", "java_hash_order", "java_string_hash_order",
+           "java_string_hash",
+           "topic_partition_hash", "ToolError"]
 
 
 def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -41,13 +43,33 @@ def fail(prefix: str = "Error: ") -> Callable[[Callable[..., Any]], Callable[...
     return wrap
 
 
-def _java_hash(s: str) -> int:
+def java_string_hash(s: str) -> int:
     """Java's String.hashCode: over UTF-16 code units, 32-bit wrapping (unsigned here)."""
     raw = s.encode("utf-16-be")
     h = 0
     for i in range(0, len(raw), 2):
         h = (31 * h + int.from_bytes(raw[i:i + 2], "big")) & 0xFFFFFFFF
     return h
+
+
+def java_hash_order(keys: list[Any], hash_code: Callable[[Any], int], initial_capacity: int = 16) -> list[Any]:
+    """The iteration order of a java.util.HashMap filled with ``keys`` in order, given the
+    keys' Java ``hashCode`` (see :func:`java_string_hash_order`)."""
+    n = 1
+    while n < initial_capacity:  # HashMap.tableSizeFor
+        n *= 2
+    while len(keys) > n * 3 // 4:
+        n *= 2
+    def bucket(k: Any) -> int:
+        h = hash_code(k) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (n - 1)
+    order = {k: i for i, k in enumerate(keys)}
+    return sorted(keys, key=lambda k: (bucket(k), order[k]))
+
+
+def topic_partition_hash(tp: tuple[str, int]) -> int:
+    """org.apache.kafka.common.TopicPartition.hashCode: 31 * (31 + partition) + topic.hashCode()."""
+    return (31 * (31 + tp[1]) + java_string_hash(tp[0])) & 0xFFFFFFFF
 
 
 def java_string_hash_order(keys: list[str], initial_capacity: int = 16) -> list[str]:
@@ -60,13 +82,4 @@ def java_string_hash_order(keys: list[str], initial_capacity: int = 16) -> list[
     when size exceeds 0.75 of it, bucket = (h ^ (h >>> 16)) & (size - 1), insertion order
     within a bucket (a resize keeps the relative order of entries that share a new bucket).
     """
-    n = 1
-    while n < initial_capacity:  # HashMap.tableSizeFor
-        n *= 2
-    while len(keys) > n * 3 // 4:
-        n *= 2
-    def bucket(k: str) -> int:
-        h = _java_hash(k)
-        return (h ^ (h >> 16)) & (n - 1)
-    order = {k: i for i, k in enumerate(keys)}
-    return sorted(keys, key=lambda k: (bucket(k), order[k]))
+    return java_hash_order(keys, java_string_hash, initial_capacity)
