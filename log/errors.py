@@ -28,6 +28,7 @@ __all__ = [
     "RecordError",
     "RecordBatchTooLargeError",
     "RecordTooLargeError",
+    "TransactionCoordinatorFencedError",
     "UnexpectedAppendOffsetError",
     "UnknownProducerIdError",
     "UnsupportedForMessageFormatError",
@@ -105,6 +106,12 @@ class UnknownProducerIdError(LogError):
 
 class InvalidTxnStateError(LogError):
     error = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(LogError):
+    """A transaction marker whose coordinator epoch is older than the producer's last one."""
+
+    error = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
 class UnsupportedForMessageFormatError(LogError):

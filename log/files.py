@@ -5,6 +5,7 @@ Segment files are named by base offset, 20 digits zero-padded::
     00000000000000368769.log         record batches, exactly as on the wire (magic 2)
     00000000000000368769.index       offset index, 8-byte entries
     00000000000000368769.timeindex   time index, 12-byte entries
+    00000000000000368769.txnindex    aborted transactions whose markers are in it (txn_index.py)
     00000000000000368769.snapshot    producer state at that offset
     00000000000000368769.log.deleted (any of the above + ``.deleted``): waiting for removal
 
@@ -37,6 +38,7 @@ __all__ = [
     "parse_topic_partition_name",
     "producer_snapshot_file",
     "time_index_file",
+    "txn_index_file",
 ]
 
 LOG_FILE_SUFFIX = ".log"
@@ -72,6 +74,10 @@ def offset_index_file(dir_: str, offset: int, suffix: str = "") -> str:
 
 def time_index_file(dir_: str, offset: int, suffix: str = "") -> str:
     return os.path.join(dir_, filename_prefix_from_offset(offset) + TIME_INDEX_FILE_SUFFIX + suffix)
+
+
+def txn_index_file(dir_: str, offset: int, suffix: str = "") -> str:
+    return os.path.join(dir_, filename_prefix_from_offset(offset) + TXN_INDEX_FILE_SUFFIX + suffix)
 
 
 def producer_snapshot_file(dir_: str, offset: int) -> str:

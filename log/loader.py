@@ -15,12 +15,15 @@ Steps, in Kafka's order:
    index files whose ``.log`` is gone are removed;
 2. open every ``.log`` as a segment, by name only.  A segment whose ``.index`` or ``.timeindex``
    is missing, or fails its sanity check (size not a multiple of the entry size, offsets below
-   the base, last entry pointing past the data), is *recovered*: its indexes are rebuilt from
-   the data;
+   the base, last entry pointing past the data; a ``.txnindex`` not whole 34-byte entries or
+   naming a marker below the base), is *recovered*: its indexes are rebuilt from the data;
 3. after an unclean shutdown (no ``.kafka_cleanshutdown`` marker), recover every segment from
    the one holding the recovery point on: validate each batch's length, magic and CRC, rebuild
    the indexes and truncate at the first invalid or partial batch; segments after a truncation
-   are deleted.  After a clean shutdown nothing is read but the tail of the active segment
+   are deleted.  Recovery replays the batches into producer state as of the segment's base
+   offset (a ``ProducerStateManager`` of its own, loaded from the latest snapshot below and
+   the batches after it, kept across consecutive segments) so that each ABORT marker found
+   rewrites its ``.txnindex`` entry with the LSO of the time (Kafka's ``recoverSegment``).  After a clean shutdown nothing is read but the tail of the active segment
    (from its last index entry) to find the log end offset: O(segments) file opens;
 4. if no segment is left, create an empty one at the log start offset; preallocate the active
    segment's indexes again (they were trimmed at close);
@@ -53,8 +56,11 @@ from log.files import (
     TXN_INDEX_FILE_SUFFIX,
     log_file,
     offset_from_file_name,
+    parse_topic_partition_name,
 )
 from log.leader_epoch_cache import LeaderEpochFileCache
+from log.producer_state import ProducerStateManager
+from log.producer_state_rebuild import rebuild_producer_state
 from log.scheduler import Scheduler
 from log.segment import LogSegment
 from log.segments import LogSegments
@@ -93,6 +99,8 @@ class LogLoader:
         self.recovery_point_checkpoint = recovery_point_checkpoint
         self.leader_epoch_cache = leader_epoch_cache
         self.segments_recovered = 0  # visible for tests: how many segments were scanned
+        # producer state for recovery, valid up to its map end offset (see _recover_segment)
+        self._recovery_psm: ProducerStateManager | None = None
         self._recovered: dict[int, int] = {}  # base offset -> bytes truncated
 
     def load(self) -> LoadedLogOffsets:
@@ -139,7 +147,7 @@ class LogLoader:
             path = os.path.join(self.dir, name)
             if not os.path.isfile(path):
                 continue
-            if name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX)):
+            if name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)):
                 try:
                     base = offset_from_file_name(name)
                 except ValueError:
@@ -213,8 +221,20 @@ class LogLoader:
 
     def _recover_segment(self, segment: LogSegment) -> int:
         self.segments_recovered += 1
-        # producer state is rebuilt from scratch after loading (Log.rebuild_producer_state)
-        truncated = segment.recover(None, self.leader_epoch_cache)
+        # Producer state as of the segment's base offset, so that recovery rebuilds the
+        # segment's .txnindex (Kafka's recoverSegment).  The log's own producer state is
+        # rebuilt after loading (Log.rebuild_producer_state).
+        psm = self._recovery_psm
+        if psm is None or psm.map_end_offset() != segment.base_offset:
+            try:
+                tp = parse_topic_partition_name(self.dir)
+            except ValueError:
+                tp = (os.path.basename(self.dir), 0)
+            psm = ProducerStateManager(tp, self.dir, self.clock)
+            rebuild_producer_state(psm, self.segments, self.log_start_offset_checkpoint, segment.base_offset,
+                                   self.clock.milliseconds())
+        truncated = segment.recover(psm, self.leader_epoch_cache)
+        self._recovery_psm = psm
         self._recovered[segment.base_offset] = truncated
         return truncated
 

@@ -42,6 +42,7 @@ commit, all on the log owner's thread.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -50,6 +51,7 @@ from enum import Enum
 
 from log.clock import Clock
 from log.config import LogConfig, ProducerStateManagerConfig
+from log.control_batch import control_record_type, marker_batch
 from log.errors import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -60,11 +62,20 @@ from log.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from log.loader import LogLoader
 from log.local_log import LocalLog
 from log.producer_state import AppendOrigin, ProducerStateManager
+from log.producer_state_rebuild import rebuild_producer_state
 from log.scheduler import Scheduler
 from log.segment import LogSegment, RollParams
 from log.segments import LogSegments
-from log.types import FetchDataInfo, LogAppendInfo, LogOffsetMetadata, TimestampAndOffset
+from log.txn_index import AbortedTxn
+from log.types import (
+    FetchDataInfo,
+    LogAppendInfo,
+    LogOffsetMetadata,
+    OffsetPosition,
+    TimestampAndOffset,
+)
 from log.validator import ValidationResult, validate_and_assign_offsets
+from wire.batch_header import LOG_OVERHEAD
 
 __all__ = ["EARLIEST_LOCAL_TIMESTAMP", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
            "FetchIsolation", "Log", "UnifiedLog"]
@@ -82,7 +93,7 @@ LATEST_TIERED_TIMESTAMP = -5
 class FetchIsolation(Enum):
     LOG_END = "log_end"  # followers
     HIGH_WATERMARK = "high_watermark"  # consumers (read_uncommitted)
-    TXN_COMMITTED = "txn_committed"  # read_committed: no transactions yet, same as HW
+    TXN_COMMITTED = "txn_committed"  # read_committed: up to the last stable offset
 
 
 class Log:
@@ -238,6 +249,73 @@ class Log:
                     if hw >= self.log_start_offset else LogOffsetMetadata(hw)
             return hw
 
+    # ------------------------------------------------------------------ transactions
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest transaction not yet decided or whose marker is not yet
+        below the HW (Kafka's ``firstUnstableOffset``); None if there is none."""
+        with self.lock:
+            psm = self.producer_state_manager
+            psm.on_high_watermark_updated(self.high_watermark)
+            return psm.first_unstable_offset()
+
+    @property
+    def last_stable_offset(self) -> int:
+        """LSO: min(first unstable offset, HW).  read_committed consumers read below it."""
+        with self.lock:
+            fuo = self.first_unstable_offset
+            hw = self.high_watermark
+            return fuo if fuo is not None and fuo < hw else hw
+
+    def _last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        with self.lock:
+            fuo = self.first_unstable_offset
+            if fuo is not None and fuo < self.high_watermark:
+                return LogOffsetMetadata(fuo)  # offset only: the read translates it
+            return self.high_watermark_metadata
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_bound_offset), from the
+        ``.txnindex`` of the segment holding ``start_offset`` onwards (Kafka's
+        ``collectAbortedTransactions``)."""
+        with self.lock:
+            first = self.segments.floor_segment(start_offset)
+            if first is None:
+                return []
+            segs = [first, *self.segments.higher_segments(first.base_offset)]
+        out: list[AbortedTxn] = []
+        for seg in segs:
+            result = seg.collect_aborted_txns(start_offset, upper_bound_offset)
+            out.extend(result.aborted_transactions)
+            if result.is_complete:
+                break
+        return out
+
+    def _aborted_transactions_for(self, start_offset: int, info: FetchDataInfo) -> list[AbortedTxn]:
+        """Kafka's ``LocalLog.addAbortedTransactions``: the bound is the first offset-index
+        entry past the fetched bytes, else the next segment's base offset, else the LEO."""
+        size = len(info.records)
+        if size == 0:
+            return []
+        meta = info.fetch_offset_metadata
+        with self.lock:
+            segment = self.segments.get(meta.segment_base_offset)
+            if segment is None:
+                return []
+            upper = segment.fetch_upper_bound_offset(OffsetPosition(meta.message_offset, meta.relative_position_in_segment), size)
+            if upper is None:
+                nxt = self.segments.higher_segment(segment.base_offset)
+                upper = nxt.base_offset if nxt is not None else self.log_end_offset
+        return self.collect_aborted_transactions(start_offset, upper)
+
+    def append_control_batch(self, *, commit: bool, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                             leader_epoch: int = -1) -> LogAppendInfo:
+        """Append a COMMIT/ABORT marker for ``producer_id`` (origin COORDINATOR: the marker
+        of a WriteTxnMarkers request); completes its transaction here."""
+        batch = marker_batch(commit=commit, producer_id=producer_id, producer_epoch=producer_epoch,
+                             coordinator_epoch=coordinator_epoch, timestamp_ms=self.clock.milliseconds())
+        return self.append_as_leader(batch, leader_epoch, origin=AppendOrigin.COORDINATOR)
+
     def _after_log_end_change(self) -> None:
         if self.high_watermark_follows_log_end or self.log_end_offset < self.high_watermark:
             self.high_watermark_metadata = self.log_end_offset_metadata
@@ -284,8 +362,12 @@ class Log:
         segment = self._maybe_roll(size, result)
         # producer state: duplicates and sequence checks (Kafka's analyzeAndValidateProducerState)
         updated = {}
+        completed_txns = []
         psm = self.producer_state_manager
+        position = 0
         for h in result.headers:
+            batch_position = position
+            position += h.batch_length + LOG_OVERHEAD
             if not h.has_producer_id:
                 continue
             if origin is AppendOrigin.CLIENT:
@@ -297,7 +379,10 @@ class Log:
             info = updated.get(h.producer_id)
             if info is None:
                 info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
-            info.append(h)
+            marker = control_record_type(result.records, batch_position, h) if h.is_control else None
+            txn = info.append(h, marker)
+            if txn is not None:
+                completed_txns.append(txn)
         del segment
         cache = self.leader_epoch_cache
         for h in result.headers:
@@ -308,6 +393,12 @@ class Log:
         self._after_log_end_change()
         for info in updated.values():
             psm.update(info)
+        if completed_txns:
+            # the .txnindex entry carries the LSO as it is once this marker is written
+            active = self.segments.active_segment()
+            for txn in completed_txns:
+                active.update_txn_index(txn, psm.last_stable_offset(txn))
+                psm.complete_txn(txn)
         psm.update_map_end_offset(result.last_offset + 1)
         return LogAppendInfo(result.first_offset, result.last_offset, result.max_timestamp, result.log_append_time,
                              self.log_start_offset, result.record_count, size, result.last_leader_epoch,
@@ -367,8 +458,16 @@ class Log:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {start_offset} for partition {self.topic_partition}, but we only have log segments starting from offset: {self.log_start_offset}.")
         with self.lock:
-            bound = self.log_end_offset_metadata if isolation is FetchIsolation.LOG_END else self.high_watermark_metadata
-        return self.local_log.read(start_offset, max_length, min_one_message, bound)
+            if isolation is FetchIsolation.LOG_END:
+                bound = self.log_end_offset_metadata
+            elif isolation is FetchIsolation.TXN_COMMITTED:
+                bound = self._last_stable_offset_metadata()
+            else:
+                bound = self.high_watermark_metadata
+        info = self.local_log.read(start_offset, max_length, min_one_message, bound)
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            info = dataclasses.replace(info, aborted_transactions=self._aborted_transactions_for(start_offset, info))
+        return info
 
     def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: EARLIEST (-2) / EARLIEST_LOCAL (-4) -> log start offset; LATEST (-1) ->
@@ -580,27 +679,9 @@ class Log:
     # ------------------------------------------------------------------ producer state
     def rebuild_producer_state(self, last_offset: int) -> None:
         """Kafka's ``rebuildProducerState``: reload the latest snapshot <= ``last_offset`` and
-        replay the batch headers after it (headers only: producer fields live there)."""
-        psm = self.producer_state_manager
-        now = self.clock.milliseconds()
-        psm.truncate_and_reload(self.log_start_offset, last_offset, now)
-        if last_offset > psm.map_end_offset():
-            segment_of_last = self.segments.floor_segment(last_offset)
-            for seg in self.segments.values(psm.map_end_offset(), last_offset):
-                start = max(seg.base_offset, psm.map_end_offset(), self.log_start_offset)
-                psm.update_map_end_offset(start)
-                if seg is segment_of_last:
-                    pos = seg.translate_offset(last_offset)
-                    max_position = pos.position if pos is not None else seg.size()
-                else:
-                    max_position = seg.size()
-                begin = seg.translate_offset(start)
-                if begin is None:
-                    continue
-                for _, h in seg.log.batch_headers_from(begin.position, max_position):
-                    psm.load_batch(h)
-        psm.update_map_end_offset(last_offset)
-        psm.take_snapshot(sync=False)
+        replay the batches after it (log/producer_state_rebuild.py)."""
+        rebuild_producer_state(self.producer_state_manager, self.segments, self.log_start_offset, last_offset,
+                               self.clock.milliseconds())
 
     def remove_expired_producers(self, now_ms: int) -> None:
         with self.lock:

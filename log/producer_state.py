@@ -23,6 +23,20 @@ Snapshot file ``<offset:020d>.snapshot`` (Kafka's ``PID_SNAPSHOT_MAP_SCHEMA``, b
       offset_delta int32 | timestamp int64 | coordinator_epoch int32 |
       current_txn_first_offset int64 (-1 = none)
 
+Transactions (Kafka's ``TxnMetadata``/``CompletedTxn``): a producer's first transactional
+batch after a marker (or ever) starts a transaction at its base offset
+(``current_txn_first_offset``, kept in snapshots, so a reload knows its open transactions);
+its marker (a control batch, decoded by the caller: ``log/control_batch.py``) completes it.
+``ongoing_txns`` (first offset -> TxnMetadata, ascending) are those without a marker;
+completed ones wait in ``unreplicated_txns`` until the high watermark passes their marker
+(``on_high_watermark_updated``).  The **first unstable offset** is the lowest first offset
+of either map; the log's LSO is min(first unstable offset, HW).  Marker rules: a marker of
+an older producer epoch is INVALID_PRODUCER_EPOCH, one whose coordinator epoch is below the
+producer's last one TRANSACTION_COORDINATOR_FENCED (both only logged for REPLICATION, as
+Kafka); a marker for a producer with no open transaction completes nothing (no LSO move, no
+``.txnindex`` entry).  Whoever appends a marker computes ``last_stable_offset(completed)``
+(for the ``.txnindex`` entry of an abort) *before* ``complete_txn(completed)``.
+
 As in Kafka, a snapshot stores only the *last* batch of each producer; batches appended after
 the snapshot offset are recovered by replaying the log from there (``load_batch``).  Snapshots
 are taken when a segment rolls (at the new segment's base offset) and at clean shutdown.
@@ -37,6 +51,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import crc32c
 
@@ -47,6 +62,7 @@ from log.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
 )
 from log.files import (
     DELETED_FILE_SUFFIX,
@@ -56,13 +72,18 @@ from log.files import (
 )
 from wire.batch_header import NO_PRODUCER_ID, BatchHeader
 
+if TYPE_CHECKING:
+    from log.control_batch import EndTxnMarker
+
 __all__ = [
     "NUM_BATCHES_TO_RETAIN",
     "AppendOrigin",
     "BatchMetadata",
+    "CompletedTxn",
     "ProducerAppendInfo",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "TxnMetadata",
     "read_snapshot",
     "write_snapshot",
 ]
@@ -105,6 +126,27 @@ class BatchMetadata:
     @property
     def first_offset(self) -> int:
         return self.last_offset - self.offset_delta
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    """A transaction of one producer in this partition: its first offset and, once its
+    marker is appended, the marker's offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """What a marker completed: the transaction's first offset, the marker's offset, and
+    whether it was an abort (Kafka's ``CompletedTxn``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
 
 
 class ProducerStateEntry:
@@ -208,6 +250,7 @@ class ProducerAppendInfo:
         self.current_entry = current_entry
         self.origin = origin
         self.updated_entry = current_entry.with_producer_id_and_no_batches()
+        self.transactions: list[TxnMetadata] = []  # transactions this append started
 
     def _check_producer_epoch(self, producer_epoch: int, offset: int) -> None:
         current = self.updated_entry.producer_epoch
@@ -239,15 +282,41 @@ class ProducerAppendInfo:
                     f"partition {self.topic_partition}: {append_first_seq} (incoming seq. number), "
                     f"{current_last_seq} (current end sequence number)")
 
-    def append(self, header: BatchHeader) -> None:
-        """Account for one batch (offsets already assigned)."""
+    def append(self, header: BatchHeader, marker: EndTxnMarker | None = None) -> CompletedTxn | None:
+        """Account for one batch (offsets already assigned).  ``marker``: the decoded control
+        record of a control batch (None for data batches; a control batch without one is
+        treated as a marker of unknown type, i.e. a commit, for callers that cannot decode).
+        Returns the transaction a marker completed (None for data and for a marker of a
+        producer with no open transaction)."""
         if header.is_control:
-            # transaction marker: ends the ongoing transaction (marker contents not decoded)
-            self._check_producer_epoch(header.producer_epoch, header.base_offset)
-            self.updated_entry.maybe_update_producer_epoch(header.producer_epoch)
-            self.updated_entry.current_txn_first_offset = None
-            self.updated_entry.last_timestamp = header.max_timestamp
-            return
+            return self._append_end_txn_marker(header, marker)
+        self._append_data_batch(header)
+        return None
+
+    def _append_end_txn_marker(self, header: BatchHeader, marker: EndTxnMarker | None) -> CompletedTxn | None:
+        # Kafka's appendEndTxnMarker.  A control record other than ABORT/COMMIT (KRaft's
+        # leader-change records) carries no producer state: it ends nothing.
+        if marker is not None and marker.control_type not in (0, 1):
+            return None
+        offset = header.base_offset
+        self._check_producer_epoch(header.producer_epoch, offset)
+        coordinator_epoch = marker.coordinator_epoch if marker is not None else self.updated_entry.coordinator_epoch
+        if self.updated_entry.coordinator_epoch > coordinator_epoch:
+            if self.origin is not AppendOrigin.REPLICATION:
+                raise TransactionCoordinatorFencedError(
+                    f"Invalid coordinator epoch for producerId {self.producer_id} at offset {offset} in partition "
+                    f"{self.topic_partition}: {coordinator_epoch} (zombie), {self.updated_entry.coordinator_epoch} (current)")
+        completed = None
+        first = self.updated_entry.current_txn_first_offset
+        if first is not None:
+            completed = CompletedTxn(self.producer_id, first, offset, marker is not None and marker.control_type == 0)
+        self.updated_entry.maybe_update_producer_epoch(header.producer_epoch)
+        self.updated_entry.current_txn_first_offset = None
+        self.updated_entry.coordinator_epoch = coordinator_epoch
+        self.updated_entry.last_timestamp = header.max_timestamp
+        return completed
+
+    def _append_data_batch(self, header: BatchHeader) -> None:
         first_offset = header.base_offset
         last_offset = header.base_offset + header.last_offset_delta
         self._check_producer_epoch(header.producer_epoch, first_offset)
@@ -262,6 +331,7 @@ class ProducerAppendInfo:
                 f"in partition {self.topic_partition}")
         if txn is None and header.is_transactional:
             self.updated_entry.current_txn_first_offset = first_offset
+            self.transactions.append(TxnMetadata(self.producer_id, first_offset))
 
 
 def write_snapshot(path: str, entries: dict[int, ProducerStateEntry], sync: bool = True) -> None:
@@ -315,6 +385,11 @@ class ProducerStateManager:
         self.clock = clock
         self.config = config or ProducerStateManagerConfig()
         self.producers: dict[int, ProducerStateEntry] = {}
+        # first offset -> transaction, ascending (appends come in offset order; a reload
+        # from a snapshot sorts): open transactions, and completed ones whose marker is not
+        # yet below the high watermark
+        self.ongoing_txns: dict[int, TxnMetadata] = {}
+        self.unreplicated_txns: dict[int, TxnMetadata] = {}
         self.last_map_offset = 0
         self.last_snap_offset = 0
         self.snapshots: dict[int, str] = self._load_snapshots()
@@ -385,17 +460,70 @@ class ProducerStateManager:
             current.update(updated)
         else:
             self.producers[append_info.producer_id] = updated
+        for txn in append_info.transactions:
+            self.ongoing_txns[txn.first_offset] = txn
+
+    # -- transactions
+    def _next_incomplete_txn(self, producer_id: int) -> TxnMetadata | None:
+        for txn in self.ongoing_txns.values():
+            if txn.producer_id != producer_id:
+                return txn
+        return None
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` is done (for its ``.txnindex`` entry; call before
+        ``complete_txn``): the first offset of the oldest other open transaction, else the
+        offset after the marker (Kafka's ``lastStableOffset(CompletedTxn)``)."""
+        nxt = self._next_incomplete_txn(completed.producer_id)
+        return nxt.first_offset if nxt is not None else completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        txn = self.ongoing_txns.pop(completed.first_offset, None)
+        if txn is None:
+            raise ValueError(f"Attempted to complete transaction {completed} on partition "
+                             f"{self.topic_partition} which was not started")
+        txn.last_offset = completed.last_offset
+        self.unreplicated_txns[completed.first_offset] = txn
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is below the HW no longer hold the LSO back."""
+        for first in [f for f, t in self.unreplicated_txns.items()
+                      if t.last_offset is not None and t.last_offset < high_watermark]:
+            del self.unreplicated_txns[first]
+
+    def first_unstable_offset(self) -> int | None:
+        """The lowest first offset of a transaction not yet decided or not yet replicated."""
+        a = next(iter(self.unreplicated_txns), None)
+        b = next(iter(self.ongoing_txns), None)
+        if a is None:
+            return b
+        return a if b is None else min(a, b)
+
+    def oldest_txn_first_offsets(self) -> list[tuple[int, int]]:
+        """(producer id, first offset) of every open transaction, oldest first."""
+        return [(t.producer_id, t.first_offset) for t in self.ongoing_txns.values()]
+
+    def _reset_txns_from_producers(self) -> None:
+        self.unreplicated_txns.clear()
+        self.ongoing_txns = {e.current_txn_first_offset: TxnMetadata(pid, e.current_txn_first_offset)
+                             for pid, e in sorted(self.producers.items(),
+                                                  key=lambda kv: kv[1].current_txn_first_offset or 0)
+                             if e.current_txn_first_offset is not None}
 
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset
 
-    def load_batch(self, header: BatchHeader) -> None:
-        """Replay one stored batch (recovery): no sequence validation, as REPLICATION."""
+    def load_batch(self, header: BatchHeader, marker: EndTxnMarker | None = None) -> CompletedTxn | None:
+        """Replay one stored batch (recovery): no sequence validation, as REPLICATION.
+        Returns what a marker completed: the caller indexes an abort (with
+        ``last_stable_offset``) and then calls ``complete_txn``."""
+        completed = None
         if header.has_producer_id:
             info = self.prepare_update(header.producer_id, AppendOrigin.REPLICATION)
-            info.append(header)
+            completed = info.append(header, marker)
             self.update(info)
         self.update_map_end_offset(header.next_offset)
+        return completed
 
     def _is_producer_expired(self, now_ms: int, entry: ProducerStateEntry) -> bool:
         return entry.current_txn_first_offset is None and now_ms - entry.last_timestamp >= self.config.producer_id_expiration_ms
@@ -435,6 +563,7 @@ class ProducerStateManager:
                 for entry in read_snapshot(self.snapshots[latest]):
                     if not self._is_producer_expired(now_ms, entry):
                         self.producers[entry.producer_id] = entry
+                self._reset_txns_from_producers()
                 self.last_snap_offset = latest
                 self.last_map_offset = latest
                 return
@@ -449,11 +578,14 @@ class ProducerStateManager:
                 self._remove_and_delete_snapshot(off)
         if log_end_offset != self.map_end_offset():
             self.producers.clear()
+            self.ongoing_txns.clear()
+            self.unreplicated_txns.clear()
             self._load_from_snapshot(log_start_offset, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start_offset)
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self.on_high_watermark_updated(log_start_offset)  # Kafka: removeUnreplicatedTransactions
         if self.last_map_offset < log_start_offset:
             self.last_map_offset = log_start_offset
         latest = self.latest_snapshot_offset()
@@ -461,6 +593,8 @@ class ProducerStateManager:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
+        self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
         for off in list(self.snapshots):
             self._remove_and_delete_snapshot(off)
         self.last_snap_offset = 0

@@ -1,9 +1,10 @@
-"""LogSegment: one ``.log`` file plus its ``.index`` and ``.timeindex`` (Kafka's ``LogSegment``).
+"""LogSegment: one ``.log`` file plus its ``.index``, ``.timeindex`` and ``.txnindex`` (Kafka's
+``LogSegment``).
 
 A segment with base offset B holds batches whose offsets are all >= B and < the next segment's
 base offset; every offset in it fits in an int32 relative to B.  Files:
 ``<B:020d>.log``, ``<B:020d>.index``, ``<B:020d>.timeindex`` (layouts in ``file_records`` and
-``index``).  Indexes are opened lazily (Kafka's ``LazyIndex``) so that opening a log with many
+``index``) and, once a transaction aborted in it, ``<B:020d>.txnindex`` (``txn_index``).  Indexes are opened lazily (Kafka's ``LazyIndex``) so that opening a log with many
 segments after a clean shutdown touches only file names, not index contents.
 
 Index density: an offset-index entry (and a time-index entry for the max timestamp so far) is
@@ -23,10 +24,12 @@ import crc32c
 
 from log.clock import Clock
 from log.config import LogConfig
+from log.control_batch import control_record_type
 from log.errors import CorruptRecordError, LogSegmentOffsetOverflowError
 from log.file_records import FileRecords
-from log.files import log_file, offset_index_file, time_index_file
+from log.files import log_file, offset_index_file, time_index_file, txn_index_file
 from log.index import OffsetIndex, TimeIndex
+from log.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
 from log.types import (
     EMPTY_RECORDS,
     FetchDataInfo,
@@ -60,8 +63,10 @@ class RollParams:
 class LogSegment:
     def __init__(self, log: FileRecords, offset_index_path: str, time_index_path: str,
                  base_offset: int, index_interval_bytes: int, roll_jitter_ms: int,
-                 clock: Clock, max_index_size: int) -> None:
+                 clock: Clock, max_index_size: int, txn_index: TransactionIndex | None = None) -> None:
         self.log = log
+        self.txn_index = txn_index if txn_index is not None else TransactionIndex(
+            base_offset, txn_index_file(os.path.dirname(log.path), base_offset))
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
@@ -88,6 +93,7 @@ class LogSegment:
             config.random_segment_jitter(),
             clock,
             config.max_index_size,
+            TransactionIndex(base_offset, txn_index_file(dir_, base_offset, suffix)),
         )
 
     # -- lazily opened indexes
@@ -140,6 +146,7 @@ class LogSegment:
         size = self.size()
         self.offset_index.sanity_check(size)
         self.time_index.sanity_check(size)
+        self.txn_index.sanity_check()
 
     # -- max timestamp bookkeeping
     def read_max_timestamp_and_offset_so_far(self) -> TimestampOffset:
@@ -237,9 +244,15 @@ class LogSegment:
         CRC, counts); truncate at the first invalid or partial batch.  Feeds each batch to
         ``producer_state_manager.load_batch`` if given, and a batch whose
         ``partitionLeaderEpoch`` is newer than ``leader_epoch_cache``'s latest epoch to its
-        ``assign`` (Kafka's ``LogSegment.recover``).  Returns the bytes truncated."""
+        ``assign`` (Kafka's ``LogSegment.recover``); with producer state, the ``.txnindex`` is
+        rebuilt from the markers found (``producer_state_manager`` must hold the state as of
+        this segment's base offset).  Returns the bytes truncated."""
         self.offset_index.reset()
         self.time_index.reset()
+        if producer_state_manager is not None:
+            # rebuilt from the batches below; without producer state (a swap segment's
+            # check) the entries the cleaner wrote are kept
+            self.txn_index.reset()
         valid_bytes = 0
         last_index_entry = 0
         self._max_ts_and_offset = _UNKNOWN
@@ -279,7 +292,7 @@ class LogSegment:
                     last_index_entry = valid_bytes
                 valid_bytes += batch_size
                 if producer_state_manager is not None:
-                    producer_state_manager.load_batch(header)
+                    self._update_producer_state(producer_state_manager, header, buf, rel)
                 if leader_epoch_cache is not None and header.partition_leader_epoch >= 0:
                     latest = leader_epoch_cache.latest_epoch()
                     if latest is None or header.partition_leader_epoch > latest:
@@ -293,6 +306,23 @@ class LogSegment:
         self.time_index.trim_to_valid_size()
         self.bytes_since_last_index_entry = valid_bytes - last_index_entry
         return truncated
+
+    def _update_producer_state(self, psm, header: BatchHeader, buf, rel: int) -> None:
+        """Replay one batch into ``psm``; a transaction marker completes its transaction and
+        an ABORT adds its entry to the txn index (Kafka's ``LogSegment.updateProducerState``)."""
+        completed = psm.load_batch(header, control_record_type(buf, rel, header) if header.is_control else None)
+        if completed is not None:
+            self.update_txn_index(completed, psm.last_stable_offset(completed))
+            psm.complete_txn(completed)
+
+    def update_txn_index(self, completed, last_stable_offset: int) -> None:
+        """Index an aborted transaction (``completed``: a ``CompletedTxn``)."""
+        if completed.is_aborted:
+            self.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
+                                             completed.last_offset, last_stable_offset))
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
 
     @staticmethod
     def _ensure_valid(buf, rel: int, header: BatchHeader) -> None:
@@ -315,6 +345,7 @@ class LogSegment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.offset_index.resize(self.offset_index.max_index_size)
         self.time_index.resize(self.time_index.max_index_size)
         truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
@@ -348,6 +379,7 @@ class LogSegment:
         closed, a new one made over the same file), so a flush that meets a closed map
         flushes the new one."""
         self.log.flush()
+        self.txn_index.flush()
         for idx in (self._offset_index, self._time_index):
             if idx is None:
                 continue
@@ -372,6 +404,7 @@ class LogSegment:
             if idx is not None:
                 idx.path = new
             setattr(self, path_attr, new)
+        self.txn_index.rename_to(swap(self.txn_index.path))
 
     def has_suffix(self, suffix: str) -> bool:
         return self.log.path.endswith(suffix)
@@ -430,6 +463,7 @@ class LogSegment:
 
     def delete_if_exists(self) -> None:
         self.log.delete_if_exists()
+        self.txn_index.delete_if_exists()
         for idx, path in ((self._offset_index, self._offset_index_path), (self._time_index, self._time_index_path)):
             if idx is not None:
                 idx.delete_if_exists()

@@ -135,6 +135,9 @@ class FetchDataInfo:
     fetch_offset_metadata: LogOffsetMetadata
     records: RecordsSlice
     first_entry_incomplete: bool = False
+    # read_committed reads only: the aborted transactions (log.txn_index.AbortedTxn) that
+    # overlap the records read (None for other isolation levels)
+    aborted_transactions: list | None = None
 
 
 @dataclass(frozen=True, slots=True)
