@@ -105,6 +105,7 @@ class Broker:
         if cleaner is not None:
             self._cleaner = CleanerProcesses(cleaner, cleaner.config.num_threads, cleaner.config.backoff_ms).start()
         self._ticker = asyncio.ensure_future(self._tick())
+        self.state.txns.start()  # markers of transactions the load found prepared
         await self._start_ops_endpoints(listener.bind_host)
         log.info("started (kbroker id=%d) listening on %s:%d", self.config.node_id, self.host, self.port)
         return self
@@ -165,6 +166,7 @@ class Broker:
             await asyncio.sleep(SCHEDULER_TICK_S)
             if self.state is not None:
                 self.state.groups.tick()
+                self.state.txns.tick()
 
     @property
     def bootstrap_servers(self) -> str:

@@ -32,6 +32,7 @@ from kbroker.partition import LEADER_EPOCH, Partition
 from kbroker.producer_ids import NoProducerIds, ProducerIdManager, ZkProducerIdManager
 from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_names import is_internal
+from kbroker.txn_service import TxnService
 from log.clock import SystemClock
 from log.config import CLEANER_DEFAULTS, CleanerConfig, ProducerStateManagerConfig
 from log.log import Log
@@ -119,6 +120,7 @@ class BrokerState:
         self.producer_ids: ProducerIdManager | ZkProducerIdManager | NoProducerIds = (
             NoProducerIds() if static_config.cluster_mode else ProducerIdManager(self.log_manager.log_dirs[0]))
         self.groups = GroupService(self)
+        self.txns = TxnService(self)  # the transaction coordinator (after the producer ids)
         # authorizer.class.name: None = everything allowed (kbroker/authorizer.py)
         self.authorizer: AclAuthorizer | None = build_authorizer(config, _first_dir(dirs))
         self.connections: set[KafkaConnection] = set()
@@ -230,6 +232,7 @@ class BrokerState:
         self.topic_configs.close()
         self.dynamic_configs.close()
         self.producer_ids.close()
+        self.txns.close()
         if self.authorizer is not None:
             self.authorizer.close()
 

@@ -170,6 +170,11 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("transaction.state.log.num.partitions", "int", 50, at_least=1),
     _k("transaction.state.log.replication.factor", "short", 3, at_least=1),
     _k("transaction.state.log.min.isr", "int", 2, at_least=1),
+    _k("transaction.state.log.segment.bytes", "int", 104857600, at_least=1),
+    _k("transaction.state.log.load.buffer.size", "int", 5242880, at_least=1),
+    _k("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000, at_least=1),
+    _k("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000, at_least=1),
+    _k("transaction.partition.verification.enable", "boolean", True),
     # ---- operations (issue 18; kbroker's own, not Kafka's): both off unless set
     # Prometheus /metrics on this port (0: a free one), on the first listener's host
     _k("kbroker.metrics.port", "int", None, at_least=0),

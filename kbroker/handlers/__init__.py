@@ -19,4 +19,5 @@ from kbroker.handlers import (  # noqa: F401
     produce,
     reassignments,
     topics_admin,
+    transactions,
 )

@@ -1,7 +1,7 @@
 """The classic consumer-group APIs, adapted to ``groups.GroupCoordinator`` (kbroker/group_service.py).
 
-FindCoordinator 0-4 (v4+ batched keys; this broker coordinates every group; transaction
-coordinators are not served: COORDINATOR_NOT_AVAILABLE), JoinGroup 0-7, SyncGroup 0-5,
+FindCoordinator 0-4 (v4+ batched keys; this broker coordinates every group; key type 1, the
+transaction coordinator, is answered by kbroker/handlers/transactions.py), JoinGroup 0-7, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 2-8, OffsetFetch 1-8, DescribeGroups 0-5,
 ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0.  All seven classic-group APIs are
 advertised together: librdkafka enables consumer groups only when it sees all of them.
@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker import group_authz
+from kbroker.acl import READ
 from kbroker.handlers.cluster_groups import group_coordinator
+from kbroker.handlers.transactions import transaction_coordinator
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
@@ -38,7 +41,12 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 @REGISTRY.register(10, 0, 4)
 def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    if getattr(ctx.broker, "authorizer", None) is not None and id(req) not in group_authz.CHECKED:
+        # kbroker/group_authz.py calls back here with the keys it allows
+        return group_authz.find_coordinator(ctx, req, lambda r: handle_find_coordinator(ctx, r))
     state = ctx.broker
+    if req.key_type == TRANSACTION_KEY:
+        return _find_txn_coordinator(ctx, req)  # type: ignore[return-value]
     if getattr(state, "cluster", None) is not None and req.key_type == GROUP_KEY:
         return _find_group_coordinator_in_cluster(ctx, req)  # type: ignore[return-value]
     host, port = state.advertised_address()
@@ -59,6 +67,19 @@ def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) ->
                                    node_id=node, host=h, port=p)
 
 
+async def _find_txn_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    """Key type 1: the transaction coordinator (kbroker/handlers/transactions.py)."""
+    if ctx.api_version >= 4:
+        coordinators = []
+        for key in req.coordinator_keys:
+            code, msg, node, host, port = await transaction_coordinator(ctx, key)
+            coordinators.append(FindCoordinatorResponse.Coordinator(key, node, host, port, code, msg))
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+    code, msg, node, host, port = await transaction_coordinator(ctx, req.key)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
+                                   node_id=node, host=host, port=port)
+
+
 async def _find_group_coordinator_in_cluster(ctx: RequestContext, req: FindCoordinatorRequest
                                             ) -> FindCoordinatorResponse:
     """Cluster mode: the leader of the group's __consumer_offsets partition
@@ -76,6 +97,8 @@ async def _find_group_coordinator_in_cluster(ctx: RequestContext, req: FindCoord
 
 @REGISTRY.register(11, 0, 7)
 def handle_join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
+    if (refusal := group_authz.group_refusal(ctx, req)) is not None:
+        return refusal
     svc = ctx.broker.groups
     host = "/" + ctx.peer.rsplit(":", 1)[0] if ctx.peer else ""
     return svc.answer(svc.coordinator.join_group(req, ctx.api_version, client_id=ctx.client_id or "",
@@ -84,9 +107,12 @@ def handle_join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
 
 @REGISTRY.register(8, 2, 8)
 def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
+    if (refusal := group_authz.group_refusal(ctx, req)) is not None:
+        return refusal
     state = ctx.broker
     svc = state.groups
     unknown: dict[str, list[int]] = {}
+    refused_topics = group_authz.denied_topics(ctx, READ, [t.name for t in req.topics])
     kept_topics = []
     cluster = getattr(state, "cluster", None)
 
@@ -97,6 +123,9 @@ def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
         return state.partition(topic, index) is not None
 
     for t in req.topics:
+        if t.name in refused_topics:   # Read on the topic: TOPIC_AUTHORIZATION_FAILED below
+            unknown[t.name] = [p.partition_index for p in t.partitions]
+            continue
         kept = [p for p in t.partitions if exists(t.name, p.partition_index)]
         missing = [p.partition_index for p in t.partitions if not exists(t.name, p.partition_index)]
         if missing:
@@ -114,7 +143,8 @@ def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
             entry = OffsetCommitResponse.OffsetCommitResponseTopic(name, [])
             resp.topics.append(entry)
         entry.partitions.extend(OffsetCommitResponse.OffsetCommitResponsePartition(
-            p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in parts)
+            p, ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in refused_topics
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in parts)
     return resp
 
 
@@ -129,6 +159,9 @@ def handle_describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> A
     """The coordinator describes; the broker adds what the client may do to each group when
     asked (v3+), as Kafka's KafkaApis does for every group described without an error."""
     svc = ctx.broker.groups
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        return group_authz.describe_groups(
+            ctx, req, lambda r: svc.answer(svc.coordinator.describe_groups(r, ctx.api_version)))
     resp = svc.answer(svc.coordinator.describe_groups(req, ctx.api_version))
     if ctx.api_version >= 3 and req.include_authorized_operations:
         for g in resp.groups:
@@ -142,6 +175,9 @@ def _register_passthrough(api_key: int, min_version: int, max_version: int, meth
 
     def handle(ctx: RequestContext, req: Any) -> Any:
         svc = ctx.broker.groups
+        if getattr(ctx.broker, "authorizer", None) is not None:   # kbroker/group_authz.py
+            return group_authz.authorized_call(ctx, req, lambda r: svc.answer(
+                getattr(svc.coordinator, method)(r, ctx.api_version)))
         return svc.answer(getattr(svc.coordinator, method)(req, ctx.api_version))
 
     handle.__name__ = f"handle_{method}"
