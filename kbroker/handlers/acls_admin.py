@@ -38,6 +38,7 @@ from wire.messages import (
 )
 
 NO_AUTHORIZER = "No Authorizer is configured."
+CLUSTER_DENIED = "Cluster authorization failed."   # Errors.CLUSTER_AUTHORIZATION_FAILED.message()
 LITERAL = 3
 
 
@@ -53,7 +54,7 @@ def handle_describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descr
     if authorizer is None:
         return DescribeAclsResponse(error_code=ErrorCode.SECURITY_DISABLED, error_message=NO_AUTHORIZER)
     if not authorize_cluster(ctx, DESCRIBE):
-        return DescribeAclsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None)
+        return DescribeAclsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=CLUSTER_DENIED)
     flt = _filter(req, ctx.api_version)
     why = flt.invalid_reason()
     if why is not None:
@@ -80,7 +81,8 @@ def handle_create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcl
         return CreateAclsResponse(results=[R(error_code=ErrorCode.SECURITY_DISABLED, error_message=NO_AUTHORIZER)
                                            for _ in req.creations])
     if not authorize_cluster(ctx, ALTER):
-        return CreateAclsResponse(results=[R(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None)
+        return CreateAclsResponse(results=[R(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                     error_message=CLUSTER_DENIED)
                                            for _ in req.creations])
     v = ctx.api_version
     bindings = [AclBinding(ResourcePattern(c.resource_type, c.resource_name,

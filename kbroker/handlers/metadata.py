@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from kbroker.handlers.cluster_metadata import auto_create_in_cluster
+from kbroker.metadata_authz import cluster_operations, topic_access, topic_operations
 from kbroker.metadata_view import MetadataView, TopicView, metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
@@ -98,7 +99,7 @@ def _response(ctx: RequestContext, view: MetadataView, req: MetadataRequest, nam
             topics.append(T(error_code=creation_errors[name], name=name, topic_id=ZERO_UUID,
                             is_internal=False, partitions=[], topic_authorized_operations=INT_MIN))
         elif (topic := view.topic(name)) is not None:
-            topics.append(metadata_topic(view, topic, topic_ops, v))
+            topics.append(metadata_topic(view, topic, topic_operations(ctx, name, topic_ops), v))
         elif invalid_reason(name) is not None:
             topics.append(_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
         else:
@@ -111,7 +112,8 @@ def _response(ctx: RequestContext, view: MetadataView, req: MetadataRequest, nam
         controller_id=view.controller_id,
         topics=topics,
         cluster_authorized_operations=(
-            CLUSTER_OPERATIONS if 8 <= v <= 10 and req.include_cluster_authorized_operations else INT_MIN
+            cluster_operations(ctx, CLUSTER_OPERATIONS) if 8 <= v <= 10 and req.include_cluster_authorized_operations
+            else INT_MIN
         ),
     )
 
@@ -122,14 +124,19 @@ def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
     view = metadata_view(state)
     names = _requested_names(view, req, ctx.api_version)
     to_create = _to_create(ctx, view, req, names)
+    denied: dict[str, int] = {}   # authorizer: TOPIC_AUTHORIZATION_FAILED (kbroker/metadata_authz.py)
+    if getattr(state, "authorizer", None) is not None:
+        all_topics = req.topics is None or (ctx.api_version == 0 and not req.topics)
+        names, denied = topic_access(ctx, names, to_create, all_topics)
+        to_create = [n for n in to_create if n not in denied]
     if not to_create:
-        return _response(ctx, view, req, names, {})
+        return _response(ctx, view, req, names, denied)
     if getattr(state, "cluster", None) is None:
         for name in to_create:
             state.create_topic(name, state.config["num.partitions"])
-        return _response(ctx, view, req, names, {})
+        return _response(ctx, view, req, names, denied)
 
     async def create_then_answer() -> MetadataResponse:
         errors = {name: await auto_create_in_cluster(ctx, name) for name in to_create}
-        return _response(ctx, metadata_view(state), req, names, errors)
+        return _response(ctx, metadata_view(state), req, names, {**errors, **denied})
     return create_then_answer()

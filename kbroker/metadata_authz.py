@@ -1,0 +1,52 @@
+"""What Metadata shows a principal when an authorizer is configured (KafkaApis
+``handleTopicMetadataRequest``):
+
+* all topics asked for: only the topics it may Describe, the others silently left out;
+* topics asked for by name: those it may not Describe answer TOPIC_AUTHORIZATION_FAILED
+  whether they exist or not (their existence is not disclosed);
+* a topic that would be auto-created needs Create on the cluster or on the topic, else
+  TOPIC_AUTHORIZATION_FAILED and nothing is created;
+* ``cluster_authorized_operations`` (v8-10, when asked): 0 without Describe on the
+  cluster, else the allowed cluster operations; ``topic_authorized_operations`` (v8+, when
+  asked): the topic's allowed operations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
+from kbroker.authorizer import authorize, authorize_cluster, authorized_operations, client_host
+from kbroker.request_context import RequestContext
+from wire.error_codes import ErrorCode
+
+
+def topic_access(ctx: RequestContext, names: list[Any], creatable: list[str],
+                 all_topics: bool) -> tuple[list[Any], dict[str, int]]:
+    """(the names to answer, name -> TOPIC_AUTHORIZATION_FAILED for those refused)."""
+    a = ctx.broker.authorizer
+    host = client_host(ctx.peer)
+    if all_topics:
+        return [n for n in names
+                if a.authorize(ctx.principal, host, DESCRIBE, TOPIC, n, log_if_denied=False)], {}
+    denied = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in names
+              if n is not None and not authorize(ctx, DESCRIBE, TOPIC, n)}
+    creatable = [n for n in creatable if n not in denied]
+    if creatable and not a.authorize(ctx.principal, host, CREATE, CLUSTER, CLUSTER_NAME, log_if_denied=False):
+        for n in creatable:
+            if not authorize(ctx, CREATE, TOPIC, n):
+                denied[n] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return names, denied
+
+
+def cluster_operations(ctx: RequestContext, unrestricted: int) -> int:
+    if getattr(ctx.broker, "authorizer", None) is None:
+        return unrestricted
+    return authorized_operations(ctx, CLUSTER, CLUSTER_NAME) if authorize_cluster(ctx, DESCRIBE) else 0
+
+
+def topic_operations(ctx: RequestContext, name: str, unrestricted: int) -> int:
+    """``unrestricted``: the value without an authorizer (INT_MIN when not asked for)."""
+    if unrestricted == -(1 << 31) or getattr(ctx.broker, "authorizer", None) is None:
+        return unrestricted
+    return authorized_operations(ctx, TOPIC, name)
