@@ -1,0 +1,85 @@
+"""/metrics of three kbroker processes and a real ZooKeeper: with a broker down, the
+leaders report its partitions under-replicated and the controller reports the partitions
+that had no other replica offline; when it returns, both go back to 0.  Exactly one broker
+reports itself the active controller throughout."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.compat.broker_process import BrokerProcess, free_port
+
+pytestmark = pytest.mark.timeout(600)
+
+REPLICATED, SOLO = "urp", "solo"
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Unlabelled samples of one broker's /metrics: {name: value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
+        text = resp.read().decode()
+    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    ports = {broker_id: free_port() for broker_id in (1, 2, 3)}
+
+    def make(broker_id: int, data_dir: Path, overrides: dict[str, str]) -> BrokerProcess:
+        return BrokerProcess(data_dir, overrides={**overrides, "kbroker.metrics.port": str(ports[broker_id])})
+
+    c = Cluster(tmp_path_factory.mktemp("metrics"), zookeeper, make_broker=make,
+                **{"replica.lag.time.max.ms": "3000"}).start()
+    c.metrics_ports = ports   # type: ignore[attr-defined]
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    for f in admin.create_topics([NewTopic(REPLICATED, 3, 3), NewTopic(SOLO, 3, 1)],
+                                 request_timeout=60, operation_timeout=60).values():
+        f.result(60)
+    yield c
+    c.stop()
+
+
+def partitions(cluster: Cluster, topic: str):
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=30)
+    return md.topics[topic].partitions
+
+
+def live_sum(cluster: Cluster, name: str) -> float:
+    return sum(scrape(cluster.metrics_ports[b])[name] for b, p in cluster.brokers.items() if p.alive())
+
+
+def test_a_stopped_broker_shows_as_under_replicated_and_offline_partitions_until_it_returns(cluster):
+    wait_until(lambda: all(len(p.isrs) == 3 for p in partitions(cluster, REPLICATED).values()),
+               "urp's ISRs to hold all three brokers")
+    wait_until(lambda: live_sum(cluster, "kafka_server_replicamanager_underreplicatedpartitions") == 0,
+               "no under-replicated partitions")
+    assert live_sum(cluster, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+    assert live_sum(cluster, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+    only_on_3 = [i for i, p in partitions(cluster, SOLO).items() if p.replicas == [3]]
+    assert len(only_on_3) == 1   # Kafka's assignment puts one of the three partitions on each broker
+
+    cluster.brokers[3].kill()
+    # every urp partition loses broker 3 from its ISR (the controller removes a dead broker),
+    # and broker 1 or 2 leads each: together they report all three
+    wait_until(lambda: live_sum(cluster, "kafka_server_replicamanager_underreplicatedpartitions") == 3,
+               "3 under-replicated partitions reported by brokers 1 and 2", timeout_s=120)
+    wait_until(lambda: live_sum(cluster, "kafka_controller_kafkacontroller_activecontrollercount") == 1,
+               "one active controller among brokers 1 and 2", timeout_s=120)
+    wait_until(lambda: live_sum(cluster, "kafka_controller_kafkacontroller_offlinepartitionscount")
+               == len(only_on_3), "solo's partition on broker 3 offline", timeout_s=120)
+
+    cluster.brokers[3].start(timeout_s=60)
+    cluster.wait_serving()
+    wait_until(lambda: live_sum(cluster, "kafka_server_replicamanager_underreplicatedpartitions") == 0,
+               "broker 3 back in every ISR", timeout_s=180)
+    wait_until(lambda: live_sum(cluster, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0,
+               "no offline partitions", timeout_s=120)
+    assert live_sum(cluster, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+    # broker 3 rejoined the ISRs: the leaders proposed those expansions
+    assert live_sum(cluster, "kafka_server_replicamanager_isrexpands_total") >= 3
