@@ -149,6 +149,12 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
             if is_internal(topic.name):
                 partitions.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION))
                 continue
+            if req.transactional_id is not None:   # KIP-890 part 1 (kbroker/txn_service.py)
+                code = state.txns.verify_produce(req.transactional_id, topic.name, pd.index,
+                                                 partition, pd.records)  # type: ignore[arg-type]
+                if code:
+                    partitions.append(_error(pd.index, code))
+                    continue
             try:
                 if cluster is not None:   # the min ISR check needs the acks
                     info = partition.append_records_as_leader(pd.records, req.acks)  # type: ignore[arg-type]
