@@ -127,6 +127,7 @@ class ClusterRuntime:
         self.cache.min_insync_replicas = lambda topic: state.topic_configs.config_for(topic).min_insync_replicas
         self.replicas = ReplicaManager(state, self.cache, self.zk)
         self.replicas.on_offsets_leadership = state.groups.offsets_leadership
+        self.replicas.on_txn_leadership = state.txns.txn_leadership
         host, port = state.advertised_address()
         listener = state.config.listeners[0]
         protocols = dict(item.split(":", 1) for item in

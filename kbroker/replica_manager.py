@@ -50,7 +50,7 @@ from cluster.partition_state import IsrProposal
 from kbroker.broker_state import TopicInfo
 from kbroker.delayed_produce import DelayedProduces
 from kbroker.replica_fetcher import FetchSettings, ReplicaFetcherManager
-from kbroker.topic_names import GROUP_METADATA_TOPIC, is_internal
+from kbroker.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ class ReplicaManager:
         self.leading: dict[tuple[str, int], int] = {}  # partition -> leader epoch we lead at
         self.epochs: dict[tuple[str, int], int] = {}  # last leader epoch seen, led or not
         self.on_offsets_leadership: Callable[[int, bool], None] | None = None
+        self.on_txn_leadership: Callable[[int, bool], None] | None = None  # __transaction_state
         self._topics_read: set[str] = set()  # topics whose znodes this process has read
         self.replica_lag_time_max_ms: int = state.config["replica.lag.time.max.ms"]
         self.delayed_produce = DelayedProduces(self._check_produce)
@@ -136,6 +137,8 @@ class ReplicaManager:
             info.partitions = count
         if topic == GROUP_METADATA_TOPIC and count > 0:
             state.groups.offsets_topic_partitions_known(count)
+        if topic == TRANSACTION_STATE_TOPIC and count > 0:
+            state.txns.topic_partitions_known(count)
 
     async def become_leader_or_follower(self, req: Any) -> dict[tuple[str, int], int]:
         """Apply a LeaderAndIsrRequest; returns partition -> error code."""
@@ -189,6 +192,8 @@ class ReplicaManager:
                      p.leader_epoch, list(p.isr))
             if tp[0] == GROUP_METADATA_TOPIC and self.on_offsets_leadership is not None:
                 self.on_offsets_leadership(tp[1], True)
+        if tp[0] == TRANSACTION_STATE_TOPIC and self.on_txn_leadership is not None:
+            self.on_txn_leadership(tp[1], True)  # also a new leader epoch: a new coordinator epoch
         # parked fetches and produces of this partition re-check
         self.state.fetch_waiters.notify(tp)
         self.delayed_produce.try_complete(tp)
@@ -205,6 +210,8 @@ class ReplicaManager:
             log.info("broker %d no longer leads %s-%d", self.state.node_id, tp[0], tp[1])
             if tp[0] == GROUP_METADATA_TOPIC and self.on_offsets_leadership is not None:
                 self.on_offsets_leadership(tp[1], False)
+            if tp[0] == TRANSACTION_STATE_TOPIC and self.on_txn_leadership is not None:
+                self.on_txn_leadership(tp[1], False)
         self.state.fetch_waiters.notify(tp)
 
     def _make_follower(self, partition: Partition, p: Any) -> None:
