@@ -158,6 +158,11 @@ LAYOUTS: dict[int, Layout] = {
     # OffsetForLeaderEpoch: per partition, epoch and end offset -1 (the schema defaults).
     23: Layout(Shape(entries=_topics_partitions(
         "topics", "topics", "partitions", "partitions", topic_name="topic", partition="partition"))),
+    # WriteTxnMarkers: per marker (producer id), topic and partition index
+    # (WriteTxnMarkersRequest.getErrorResponse).
+    27: Layout(Shape(entries=(_entries("markers", "markers", copy={"producer_id": "producer_id"}, entries=(
+        _entries("topics", "topics", copy={"name": "name"}, entries=(
+            _entries("partition_indexes", "partitions", copy={"partition_index": SELF}),)),)),))),
     # DescribeConfigs: per resource, with Kafka's error text.
     32: Layout(Shape(entries=(_entries(
         "resources", "results",

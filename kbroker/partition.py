@@ -56,6 +56,9 @@ class ReadResult:
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
+    # read_committed: the aborted transactions (log.txn_index.AbortedTxn) overlapping the
+    # records read, else None
+    aborted_transactions: list | None = None
 
 
 class Partition:
@@ -172,7 +175,7 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.log.high_watermark
+        return self.log.last_stable_offset
 
     @property
     def log_start_offset(self) -> int:
@@ -239,8 +242,11 @@ class Partition:
         has a HW behind the leader's, and a leader's HW trails its LEO until the ISR fetched).
         ``for_sending``: large records come as a sendfile-able PinnedSlice (kbroker/record_sending.py)."""
         hw = self.log.high_watermark
+        lso = self.log.last_stable_offset
         leo = self.log.log_end_offset
-        bound = leo if to_log_end else hw
+        # read_committed: up to the LSO (Kafka's FetchIsolation.TXN_COMMITTED)
+        bound = leo if to_log_end else lso if read_committed else hw
+        aborted: list | None = [] if read_committed and not to_log_end else None
         if fetch_offset > leo:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
@@ -257,7 +263,10 @@ class Partition:
             data = b""
         else:
             if for_sending:
-                data = read_for_sending(self.log, fetch_offset, max_bytes, isolation, min_one_message)
+                data = read_for_sending(self.log, fetch_offset, max_bytes, isolation, min_one_message, aborted)
             else:
-                data = self.log.read(fetch_offset, max_bytes, isolation, min_one_message).records.read()
-        return ReadResult(data, hw, hw, self.log.log_start_offset)
+                info = self.log.read(fetch_offset, max_bytes, isolation, min_one_message)
+                data = info.records.read()
+                if aborted is not None:
+                    aborted[:] = info.aborted_transactions or []
+        return ReadResult(data, hw, lso, self.log.log_start_offset, aborted)

@@ -38,12 +38,16 @@ MAX_PINNED_SLICES = max(64, min(16_384, resource.getrlimit(resource.RLIMIT_NOFIL
 
 
 def read_for_sending(log: Log, fetch_offset: int, max_bytes: int, isolation: FetchIsolation,
-                     min_one_message: bool) -> bytes | PinnedSlice:
+                     min_one_message: bool, aborted_out: list | None = None) -> bytes | PinnedSlice:
     """``Log.read`` as a response's records: bytes below ``SENDFILE_MIN_BYTES``, else a
     pinned slice.  A segment closed between the read and the pin (deleted by retention, or
-    swapped by the cleaner, on another thread) is read once more from the current segments."""
+    swapped by the cleaner, on another thread) is read once more from the current segments.
+    ``aborted_out``: receives the read's aborted transactions (read_committed reads)."""
     for _attempt in range(2):
-        records = log.read(fetch_offset, max_bytes, isolation, min_one_message).records
+        info = log.read(fetch_offset, max_bytes, isolation, min_one_message)
+        records = info.records
+        if aborted_out is not None:
+            aborted_out[:] = info.aborted_transactions or []
         if len(records) < SENDFILE_MIN_BYTES or PinnedSlice.open_count >= MAX_PINNED_SLICES:
             return records.read()
         pinned = records.pin()

@@ -22,8 +22,12 @@
   partition (Kafka's LogSegment.read refuses a negative size); min_bytes is capped at the
   budget, as Kafka caps it.  No data is an empty (not null) records field: librdkafka
   rejects null.
-* last_stable_offset = high watermark (no transactions yet), aborted_transactions null
-  for read_uncommitted and empty for read_committed, preferred_read_replica -1.
+* Transactions: last_stable_offset is the partition's LSO (min(first unstable offset,
+  HW)); isolation_level 1 (read_committed) reads stop at the LSO and carry
+  aborted_transactions (producer id, first offset) for the range read, from the
+  ``.txnindex`` files (Kafka's collectAbortedTransactions; empty, not null, when none);
+  read_uncommitted: null.  Follower fetches read to the LEO, with no aborted list.
+  preferred_read_replica -1.
 * Fetch from follower (KIP-392, cluster mode).  A consumer fetch v11+ carries client
   metadata (Kafka: ``fetchOnlyFromLeader = isFromFollower || (isFromConsumer &&
   clientMetadata.isEmpty)``):
@@ -154,7 +158,9 @@ def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, versi
         partition_index=fp.partition, error_code=ErrorCode.NONE,
         high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
         log_start_offset=result.log_start_offset,
-        aborted_transactions=[] if read_committed else None,
+        aborted_transactions=None if result.aborted_transactions is None else [
+            FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+            for t in result.aborted_transactions],
         preferred_read_replica=-1, records=result.records if limit >= 0 else b"")
 
 

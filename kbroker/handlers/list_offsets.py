@@ -1,7 +1,7 @@
 """ListOffsets (key 2), v1-7.
 
-Special timestamps: -1 latest (the high watermark; the last stable offset for
-read_committed, equal until transactions exist), -2 earliest (log start offset),
+Special timestamps: -1 latest (the high watermark; for isolation_level 1, read_committed,
+the last stable offset: no offset of an open transaction is handed out), -2 earliest (log start offset),
 -3 max timestamp (v7+, KIP-734: the offset of the record with the largest timestamp).
 Any other timestamp: the first offset whose timestamp >= target, with that record's
 timestamp; when there is none, offset -1 and timestamp -1 with no error (Spark reads -1
@@ -13,7 +13,7 @@ Cluster mode (Kafka's ``Partition.fetchOffsetForTimestamp``): only the leader an
 client, "latest" is OFFSET_NOT_AVAILABLE while the leader's HW is below the start offset of
 its leader epoch (a new leader whose HW has not caught up yet, KIP-207: offsets a client sees
 never go backwards across a failover), and a timestamp lookup only finds offsets below the
-HW.  A follower asking (``replica_id`` >= 0) gets the LEO for "latest", without those checks.
+HW (below the LSO for read_committed, Kafka's ``lastFetchableOffset``).  A follower asking (``replica_id`` >= 0) gets the LEO for "latest", without those checks.
 """
 
 from __future__ import annotations
@@ -96,7 +96,9 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
             except LogError as e:
                 parts.append(_error(p.partition_index, e.error))
                 continue
-            fetchable = partition.log_end_offset if from_follower else partition.high_watermark
+            # Kafka's lastFetchableOffset: the LSO for read_committed, else the HW
+            fetchable = (partition.log_end_offset if from_follower else partition.last_stable_offset
+                         if req.isolation_level == 1 else partition.high_watermark)
             if found is None or found.offset < 0 or found.offset >= fetchable:
                 parts.append(P(p.partition_index, 0, timestamp=-1, offset=-1, leader_epoch=-1))
             else:
