@@ -20,4 +20,5 @@ from kbroker.handlers import (  # noqa: F401
     reassignments,
     topics_admin,
     transactions,
+    write_txn_markers,
 )
