@@ -22,3 +22,11 @@ from kbroker.handlers import (  # noqa: F401
     transactions,
     write_txn_markers,
 )
+
+# Last, once every handler is registered: the authorization checks of the admin, transaction
+# and inter-broker APIs wrap their handlers (kbroker/admin_authz.py; a no-op per request
+# without an authorizer).
+# isort: split
+from kbroker.admin_authz import install as _install_authorization  # noqa: E402
+
+_install_authorization()

@@ -1,0 +1,163 @@
+"""Every API checks what Kafka's KafkaApis checks once an authorizer is configured: the
+handlers of a real BrokerState called as the connection calls them, for a principal
+holding a few ACLs; without an authorizer the same calls are answered as before."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import pytest
+
+import kbroker.connection  # noqa: F401  (registers every handler and the checks)
+from kbroker.acl import (
+    ALLOW,
+    ALTER_CONFIGS,
+    CLUSTER,
+    CREATE,
+    DENY,
+    DESCRIBE,
+    LITERAL,
+    PREFIXED,
+    READ,
+    TOPIC,
+    WRITE,
+    AccessControlEntry,
+    AclBinding,
+    ResourcePattern,
+)
+from kbroker.broker_state import BrokerState
+from kbroker.config import BrokerConfig
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    InitProducerIdRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+)
+
+ALICE = "User:alice"
+AUTHZ = "kafka.security.authorizer.AclAuthorizer"
+
+
+@pytest.fixture
+def state(tmp_path):
+    s = BrokerState(BrokerConfig({"log.dirs": str(tmp_path), "authorizer.class.name": AUTHZ,
+                                  "super.users": "User:admin"}))
+    for t in ("visible", "hidden", "pre-x"):
+        s.create_topic(t, 1)
+    grant(s, (TOPIC, "visible", LITERAL, READ, ALLOW), (TOPIC, "pre-", PREFIXED, ALTER_CONFIGS, ALLOW),
+          (TOPIC, "new-ok", LITERAL, CREATE, ALLOW), (TOPIC, "visible", LITERAL, WRITE, DENY))
+    yield s
+    s.shutdown()
+
+
+def grant(s: BrokerState, *acls: tuple) -> None:
+    errors, stored = s.authorizer.create_acls([
+        AclBinding(ResourcePattern(rt, name, pt), AccessControlEntry(ALICE, "*", op, perm))
+        for rt, name, pt, op, perm in acls])
+    assert errors == [None] * len(acls)
+    stored.result(timeout=60)
+
+
+def call(state: BrokerState, key: int, version: int, req, principal: str = ALICE):
+    ctx = RequestContext(key, version, 1, "client", state, "127.0.0.1:5000", principal)
+    result = REGISTRY.get(key).handler(ctx, req)
+    if inspect.isawaitable(result):
+        async def wait():
+            return await result
+        return asyncio.run(wait())
+    return result
+
+
+def metadata(state, names, version=12, principal=ALICE, auto=True):
+    topics = None if names is None else [MetadataRequest.MetadataRequestTopic(name=n) for n in names]
+    return call(state, 3, version, MetadataRequest(topics=topics, allow_auto_topic_creation=auto,
+                                                  include_topic_authorized_operations=True), principal)
+
+
+def test_metadata_lists_only_described_topics_and_refuses_named_ones(state):
+    # Read implies Describe (and a Deny of Write does not take it away); AlterConfigs does not
+    assert sorted(t.name for t in metadata(state, None).topics) == ["visible"]
+    answer = {t.name: t.error_code for t in metadata(state, ["visible", "hidden", "absent"]).topics}
+    assert answer == {"visible": 0, "hidden": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                      "absent": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert sorted(t.name for t in metadata(state, None, principal="User:admin").topics) == \
+        ["hidden", "pre-x", "visible"]
+
+
+def test_metadata_auto_creation_needs_create(state):
+    grant(state, (TOPIC, "new-", PREFIXED, DESCRIBE, ALLOW))
+    answer = {t.name: t.error_code for t in metadata(state, ["new-ok", "new-no"]).topics}
+    assert answer == {"new-ok": 0, "new-no": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert "new-ok" in state.topics and "new-no" not in state.topics
+
+
+def test_metadata_topic_authorized_operations_come_from_the_acls(state):
+    [t] = metadata(state, ["visible"]).topics
+    assert t.topic_authorized_operations == (1 << READ) | (1 << DESCRIBE)
+
+
+def test_create_topics_needs_create_on_the_cluster_or_the_topic(state):
+    T = CreateTopicsRequest.CreatableTopic
+    resp = call(state, 19, 7, CreateTopicsRequest(topics=[T(name="new-ok", num_partitions=1, replication_factor=1),
+                                                          T(name="nope", num_partitions=1, replication_factor=1)]))
+    codes = {r.name: r.error_code for r in resp.topics}
+    assert codes == {"new-ok": 0, "nope": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    ok = next(r for r in resp.topics if r.name == "new-ok")
+    assert ok.topic_config_error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and ok.configs is None
+    assert "nope" not in state.topics
+    grant(state, (CLUSTER, "kafka-cluster", LITERAL, CREATE, ALLOW))
+    resp = call(state, 19, 7, CreateTopicsRequest(topics=[T(name="nope", num_partitions=1, replication_factor=1)]))
+    assert [r.error_code for r in resp.topics] == [0]
+
+
+def test_delete_topics_needs_delete(state):
+    resp = call(state, 20, 6, DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name="visible")]))
+    assert [(r.name, r.error_code) for r in resp.responses] == [("visible", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    assert "visible" in state.topics
+
+
+def test_describe_configs_needs_describe_configs_implied_by_alter_configs(state):
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    resp = call(state, 32, 4, DescribeConfigsRequest(resources=[
+        R(resource_type=2, resource_name="pre-x", configuration_keys=None),
+        R(resource_type=2, resource_name="visible", configuration_keys=None),
+        R(resource_type=4, resource_name="1", configuration_keys=None)]))
+    assert sorted((r.resource_name, r.error_code) for r in resp.results) == [
+        ("1", ErrorCode.CLUSTER_AUTHORIZATION_FAILED), ("pre-x", 0),
+        ("visible", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+
+
+def test_list_offsets_needs_describe(state):
+    T, P = ListOffsetsRequest.ListOffsetsTopic, ListOffsetsRequest.ListOffsetsPartition
+    resp = call(state, 2, 7, ListOffsetsRequest(replica_id=-1, topics=[
+        T(name="visible", partitions=[P(partition_index=0, timestamp=-1)]),
+        T(name="hidden", partitions=[P(partition_index=0, timestamp=-1)])]))
+    assert [(t.name, t.partitions[0].error_code) for t in resp.topics] == [
+        ("visible", 0), ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+
+
+def test_idempotent_init_producer_id_needs_idempotent_write_or_write_on_some_topic(state):
+    req = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                                producer_epoch=-1)
+    assert call(state, 22, 4, req).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    grant(state, (TOPIC, "pre-", PREFIXED, WRITE, ALLOW))
+    assert call(state, 22, 4, req).error_code == 0
+
+
+def test_without_an_authorizer_every_api_answers_as_before(tmp_path):
+    s = BrokerState(BrokerConfig({"log.dirs": str(tmp_path)}))
+    try:
+        s.create_topic("t", 1)
+        assert s.authorizer is None
+        assert [t.name for t in metadata(s, None, principal="User:nobody").topics] == ["t"]
+        resp = call(s, 20, 6, DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name="t")]),
+                    principal="User:nobody")
+        assert [r.error_code for r in resp.responses] == [0]
+    finally:
+        s.shutdown()
