@@ -30,8 +30,13 @@ The adapter sleeps until ``next_deadline_ms()`` (re-checking after every call, s
 move deadlines) and then calls ``poll()``, whose Result carries the records of whatever
 fired (session expiry -> rebalance, an Empty group, offset tombstones).
 
-Restart = replay: call ``begin_load()``, ``replay(key, value)`` for every record of the
-owned ``__consumer_offsets`` partitions in offset order, then ``complete_load()``; group
+Transactions: ``txn_offset_commit`` writes a transactional batch (``Write.producer_id``);
+its offsets stay pending until the adapter reports the transaction's marker in that
+``__consumer_offsets`` partition with ``complete_txn`` (``txn_offsets``).
+
+Restart = replay: call ``begin_load()``, ``replay(key, value, offset, producer_id)`` for
+every record of the owned ``__consumer_offsets`` partitions in offset order and
+``replay_end_txn`` for every control record, then ``complete_load()``; group
 requests answer COORDINATOR_LOAD_IN_PROGRESS in between.  Loaded groups with members are
 Stable and their sessions start at load time (as in Kafka).
 
@@ -53,7 +58,7 @@ Rules
 
 Modules: ``coordinator`` (facade, per-version shaping, timers, replay), ``group_manager``
 (Join/Sync/Heartbeat/Leave), ``classic_group`` / ``member`` / ``group_state`` (the state
-machine), ``offsets``, ``records``, ``result`` (Result, Write), ``append_errors``,
+machine), ``offsets``, ``txn_offsets``, ``records``, ``result`` (Result, Write), ``append_errors``,
 ``timers``, ``pending``, ``java_hash``, ``config``.
 """
 

@@ -49,6 +49,8 @@ from wire.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 
 __all__ = ["GroupCoordinator"]
@@ -177,6 +179,7 @@ class GroupCoordinator:
         group.state = GroupState.DEAD
         self.groups.pop(group.group_id, None)
         self.offsets.offsets.pop(group.group_id, None)
+        self.offsets.txn.drop_group(group.group_id)
 
     # -- membership APIs -------------------------------------------------------------------
 
@@ -242,11 +245,12 @@ class GroupCoordinator:
             self.members.touch_member(group, req.member_id)
         if not records:
             return self._result(response)
+        write = Write(req.group_id, records)
 
         def on_appended(append_error: ErrorCode) -> None:
             if append_error is E.NONE:
                 # Replay creates the simple group of an assign()-mode consumer if needed.
-                self.offsets.apply(records, now)
+                self.offsets.apply(records, now, write.base_offset)
                 return
             code = int(offset_commit_error(append_error))
             for topic in response.topics:
@@ -254,7 +258,52 @@ class GroupCoordinator:
                     if partition.error_code == E.NONE:
                         partition.error_code = code
 
-        return self._result(response, writes=[Write(req.group_id, records, on_appended)])
+        write.on_appended = on_appended
+        return self._result(response, writes=[write])
+
+    def txn_offset_commit(self, req: TxnOffsetCommitRequest, version: int) -> Result:
+        """TxnOffsetCommit v0-4 (Kafka's ``commitTransactionalOffsets``): the offsets are
+        written as a transactional batch of the request's producer and held pending
+        (``groups/txn_offsets.py``) until ``complete_txn`` sees the transaction's marker.
+        An append the log refuses (e.g. INVALID_PRODUCER_EPOCH for a fenced producer) is
+        every partition's error, mapped as Kafka's ``handleOperationException``."""
+        if (early := self.group_error(req.group_id)) is not None:
+            return self._result(_txn_commit_error(req, early))
+        if not req.group_id:
+            return self._result(_txn_commit_error(req, E.INVALID_GROUP_ID))
+        now = self._now()
+        group = self.groups.get(req.group_id)
+        response, records, error = self.offsets.txn_commit(req, version, now, group)
+        if group is None and error is None:
+            # Kafka creates the simple group when it validates the commit
+            self.members.get_or_create(req.group_id, True)
+        if not records:
+            return self._result(response)
+        write = Write(req.group_id, records, producer_id=req.producer_id,
+                      producer_epoch=req.producer_epoch)
+
+        def on_appended(append_error: ErrorCode) -> None:
+            if append_error is E.NONE:
+                self.offsets.apply(records, now, write.base_offset, req.producer_id)
+                return
+            code = int(group_metadata_error(append_error))
+            for topic in response.topics:
+                for partition in topic.partitions:
+                    partition.error_code = code
+
+        write.on_appended = on_appended
+        return self._result(response, writes=[write])
+
+    def complete_txn(self, producer_id: int, commit: bool, partitions: list[int]) -> None:
+        """The COMMIT/ABORT marker of ``producer_id`` was appended to these
+        ``__consumer_offsets`` partitions: its pending offsets of the groups there become
+        committed offsets (COMMIT) or are dropped (ABORT).  Kafka's
+        ``replayEndTransactionMarker``; the marker's epoch was checked by the log."""
+        wanted = set(partitions)
+        group_ids = {g for g in self.offsets.txn.groups_of(producer_id)
+                     if self.partition_for(g) in wanted}
+        if group_ids:
+            self.offsets.complete_txn(producer_id, group_ids, commit)
 
     def fetch_group_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
                             ) -> list:
@@ -273,7 +322,7 @@ class GroupCoordinator:
                     continue
                 topics = None if g.topics is None else [(t.name, list(t.partition_indexes))
                                                         for t in g.topics]
-                fetched = self.offsets.fetch(g.group_id, topics)
+                fetched = self.offsets.fetch(g.group_id, topics, req.require_stable)
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id, topics=self.offsets.group_topics(fetched, True)))
             return self._result(OffsetFetchResponse(groups=groups))
@@ -281,7 +330,7 @@ class GroupCoordinator:
             return self._result(_fetch_error(req, version, early))
         topics = None if req.topics is None else [(t.name, list(t.partition_indexes))
                                                   for t in req.topics]
-        fetched = self.offsets.fetch(req.group_id, topics)
+        fetched = self.offsets.fetch(req.group_id, topics, version >= 7 and req.require_stable)
         return self._result(OffsetFetchResponse(
             topics=self.offsets.group_topics(fetched, False), error_code=0))
 
@@ -440,6 +489,9 @@ class GroupCoordinator:
             self._unload_group(group)
         for group_id in [g for g in self.offsets.offsets if self.partition_for(g) == partition]:
             del self.offsets.offsets[group_id]
+        for group_id in [g for g in self.offsets.txn.open_by_group
+                         if self.partition_for(g) == partition]:
+            self.offsets.txn.drop_group(group_id)
         return self._result()
 
     def _unload_group(self, group: ClassicGroup) -> None:
@@ -454,16 +506,24 @@ class GroupCoordinator:
         self.members.drop_group_timers(group)
         self.groups.pop(group.group_id, None)
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        """Apply one ``__consumer_offsets`` record (restart = replay them all in order)."""
+    def replay(self, key: bytes, value: bytes | None, offset: int = -1,
+               producer_id: int = -1) -> None:
+        """Apply one ``__consumer_offsets`` record (restart = replay them all in order):
+        ``offset`` is its offset in the partition, ``producer_id`` >= 0 when it is in a
+        transactional batch (a TxnOffsetCommit, pending until ``replay_end_txn``)."""
         key_struct = decode_key(key)
         if key_struct is None:
             return
         decoded = decode_value(key_struct, value)
         if isinstance(key_struct, OffsetCommitKey):
-            self.offsets.replay(key_struct, decoded, self._now())
+            self.offsets.replay(key_struct, decoded, self._now(), offset, producer_id)
         else:
             self._replay_group(key_struct, decoded)
+
+    def replay_end_txn(self, producer_id: int, commit: bool, partition: int) -> None:
+        """A COMMIT/ABORT control record of ``producer_id`` read from ``__consumer_offsets``
+        partition ``partition`` during a load: as ``complete_txn`` for that partition."""
+        self.complete_txn(producer_id, commit, [partition])
 
     def _replay_group(self, key: GroupMetadataKey, value: GroupMetadataValue | None) -> None:
         """Kafka's ``GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue)``."""
@@ -497,6 +557,16 @@ class GroupCoordinator:
         # Kafka schedules every loaded member's session expiry when the partition loads.
         for member in group.members.values():
             self.members._reschedule_heartbeat(group, member)
+
+
+def _txn_commit_error(req: TxnOffsetCommitRequest, code: ErrorCode) -> TxnOffsetCommitResponse:
+    """Kafka's ``TxnOffsetCommitRequest.getErrorResponse``: every partition the error."""
+    return TxnOffsetCommitResponse(topics=[
+        TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=int(code))
+            for p in t.partitions])
+        for t in req.topics])
 
 
 def _commit_error(req: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:

@@ -19,6 +19,11 @@ Rules kept from Kafka:
   a null metadata is stored as "".
 * OffsetFetch never fails for an unknown group or partition: offset -1, leader epoch -1,
   metadata "" (PROTOCOL-NOTES trap 39).  Null topics means "every committed offset".
+* TxnOffsetCommit (``txn_commit``): validated as Kafka's ``validateOffsetCommit`` with
+  ``isTransactional`` (no member id and generation -1 is accepted in any state, and
+  CompletingRebalance is not refused); its records replay into ``txn`` (groups/txn_offsets.py)
+  and become committed offsets only with the transaction's COMMIT marker.  OffsetFetch with
+  ``require_stable`` answers UNSTABLE_OFFSET_COMMIT (offset -1) for a partition with one.
 * Expiry (``offsets.retention.minutes``): only for topics the group does not subscribe to;
   an offset with an expire timestamp expires then; otherwise retention counts from the
   moment the group became Empty (consumer groups), or from the commit (simple groups).
@@ -27,7 +32,7 @@ Rules kept from Kafka:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from groups.classic_group import ClassicGroup, GroupError
 from groups.config import GroupConfig
@@ -39,6 +44,7 @@ from groups.records import (
     offset_commit_record,
     offset_commit_tombstone,
 )
+from groups.txn_offsets import PendingTxnOffsets
 from wire.error_codes import ErrorCode
 from wire.messages import (
     OffsetCommitKey,
@@ -48,6 +54,8 @@ from wire.messages import (
     OffsetDeleteRequest,
     OffsetDeleteResponse,
     OffsetFetchResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 
 __all__ = ["OffsetAndMetadata", "OffsetManager", "FetchedPartition"]
@@ -63,11 +71,22 @@ class OffsetAndMetadata:
     metadata: str
     commit_timestamp_ms: int
     expire_timestamp_ms: int | None = None
+    # offset of the record in __consumer_offsets (-1: unknown); orders a transactional
+    # commit against a regular one when its COMMIT marker arrives.  Not part of equality:
+    # where a record sits is not what was committed.
+    record_offset: int = field(default=-1, compare=False)
 
     @classmethod
-    def from_value(cls, v: OffsetCommitValue) -> OffsetAndMetadata:
+    def from_value(cls, v: OffsetCommitValue, record_offset: int = -1) -> OffsetAndMetadata:
         return cls(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
-                   None if v.expire_timestamp == -1 else v.expire_timestamp)
+                   None if v.expire_timestamp == -1 else v.expire_timestamp, record_offset)
+
+    def older_than(self, other: OffsetAndMetadata) -> bool:
+        """Kafka's rule when a COMMIT marker arrives: the pending offset wins unless the
+        committed one's record is later (unknown offsets never lose)."""
+        if self.record_offset < 0 or other.record_offset < 0:
+            return True
+        return self.record_offset < other.record_offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +100,8 @@ class FetchedPartition:
 
 
 def validate_offset_commit(group: ClassicGroup, member_id: str, instance_id: str | None,
-                           generation_id: int) -> None:
-    """Kafka's ``ClassicGroup.validateOffsetCommit`` (non-transactional)."""
+                           generation_id: int, is_transactional: bool = False) -> None:
+    """Kafka's ``ClassicGroup.validateOffsetCommit``."""
     if group.is_in(GroupState.DEAD):
         raise GroupError(E.COORDINATOR_NOT_AVAILABLE)
     if generation_id < 0 and group.is_in(GroupState.EMPTY):
@@ -91,9 +110,11 @@ def validate_offset_commit(group: ClassicGroup, member_id: str, instance_id: str
         group.validate_member(member_id, instance_id)
         if generation_id != group.generation_id:
             raise GroupError(E.ILLEGAL_GENERATION)
-    elif not group.is_in(GroupState.EMPTY):
+    elif not is_transactional and not group.is_in(GroupState.EMPTY):
+        # without member id and generation only an Empty group takes commits; Kafka accepts
+        # transactional ones in any state
         raise GroupError(E.UNKNOWN_MEMBER_ID)
-    if group.is_in(GroupState.COMPLETING_REBALANCE):
+    if not is_transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
         raise GroupError(E.REBALANCE_IN_PROGRESS)
 
 
@@ -102,10 +123,14 @@ class OffsetManager:
         self.groups = groups
         self.config = config
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        self.txn = PendingTxnOffsets()
 
     # -- replay ----------------------------------------------------------------------------
 
-    def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None, now_ms: int) -> None:
+    def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None, now_ms: int,
+               record_offset: int = -1, producer_id: int = -1) -> None:
+        """Kafka's ``OffsetMetadataManager.replay``: ``producer_id`` >= 0 is a record of a
+        transactional batch (pending until its marker)."""
         tp = (key.topic, key.partition)
         if value is None:
             by_tp = self.offsets.get(key.group)
@@ -113,18 +138,40 @@ class OffsetManager:
                 by_tp.pop(tp, None)
                 if not by_tp:
                     del self.offsets[key.group]
+            self.txn.drop_partition(key.group, tp)
             return
         if key.group not in self.groups:
             # A commit without membership: Kafka makes a "simple" group (Empty, no type).
             self.groups[key.group] = ClassicGroup(key.group, GroupState.EMPTY,
                                                   current_state_timestamp_ms=now_ms)
-        self.offsets.setdefault(key.group, {})[tp] = OffsetAndMetadata.from_value(value)
+        offset = OffsetAndMetadata.from_value(value, record_offset)
+        if producer_id >= 0:
+            self.txn.add(producer_id, key.group, tp, offset)
+        else:
+            self.offsets.setdefault(key.group, {})[tp] = offset
 
-    def apply(self, records: list[Record], now_ms: int) -> None:
-        for rec in records:
+    def apply(self, records: list[Record], now_ms: int, base_offset: int = -1,
+              producer_id: int = -1) -> None:
+        """Replay records appended as one batch from ``base_offset`` (-1: unknown)."""
+        for i, rec in enumerate(records):
             key = decode_key(rec.key)
             if isinstance(key, OffsetCommitKey):
-                self.replay(key, decode_value(key, rec.value), now_ms)
+                self.replay(key, decode_value(key, rec.value), now_ms,
+                            base_offset + i if base_offset >= 0 else -1, producer_id)
+
+    def complete_txn(self, producer_id: int, group_ids: set[str] | None, commit: bool) -> None:
+        """Kafka's ``replayEndTransactionMarker`` for the groups of one partition."""
+        done = self.txn.complete(producer_id, group_ids)
+        if not commit:
+            return
+        for group_id, pending in done.items():
+            by_tp = self.offsets.setdefault(group_id, {})
+            for tp, offset in pending.items():
+                current = by_tp.get(tp)
+                if current is None or current.older_than(offset):
+                    by_tp[tp] = offset
+            if not by_tp:
+                del self.offsets[group_id]
 
     # -- OffsetCommit ----------------------------------------------------------------------
 
@@ -169,20 +216,75 @@ class OffsetManager:
                                                                          partitions=parts))
         return OffsetCommitResponse(topics=topics), records
 
+    # -- TxnOffsetCommit -------------------------------------------------------------------
+
+    def txn_commit(self, req: TxnOffsetCommitRequest, version: int, now_ms: int,
+                   group: ClassicGroup | None
+                   ) -> tuple[TxnOffsetCommitResponse, list[Record], ErrorCode | None]:
+        """Kafka's ``commitTransactionalOffset``: (response, records, group-level error).
+        The records go to ``__consumer_offsets`` as a transactional batch of the request's
+        producer; a group-level error (unknown group with generation >= 0: ILLEGAL_GENERATION,
+        or ``validate_offset_commit``'s) is every partition's error and writes nothing."""
+        error: ErrorCode | None = None
+        generation = req.generation_id if version >= 3 else -1
+        if group is None:
+            if generation >= 0:
+                error = E.ILLEGAL_GENERATION
+        else:
+            try:
+                validate_offset_commit(
+                    group, req.member_id if version >= 3 else "",
+                    req.group_instance_id if version >= 3 else None, generation,
+                    is_transactional=True)
+            except GroupError as err:
+                error = err.code
+        records: list[Record] = []
+        topics = []
+        for t in req.topics:
+            parts = []
+            for p in t.partitions:
+                code = error
+                if code is None:
+                    metadata = p.committed_metadata or ""
+                    if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                        code = E.OFFSET_METADATA_TOO_LARGE
+                    else:
+                        code = E.NONE
+                        records.append(offset_commit_record(
+                            req.group_id, t.name, p.partition_index, offset=p.committed_offset,
+                            leader_epoch=p.committed_leader_epoch if version >= 2 else -1,
+                            metadata=metadata, commit_timestamp_ms=now_ms,
+                            expire_timestamp_ms=None))
+                parts.append(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                    partition_index=p.partition_index, error_code=int(code)))
+            topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(
+                name=t.name, partitions=parts))
+        return TxnOffsetCommitResponse(topics=topics), records, error
+
     # -- OffsetFetch -----------------------------------------------------------------------
 
-    def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None
-              ) -> list[FetchedPartition]:
-        """One group's committed offsets; ``topics`` None = all of them (sorted)."""
+    def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
+              require_stable: bool = False) -> list[FetchedPartition]:
+        """One group's committed offsets; ``topics`` None = all of them (sorted).  With
+        ``require_stable`` a partition with a pending transactional offset answers
+        UNSTABLE_OFFSET_COMMIT with offset -1 (Kafka's ``fetchOffsets``/``fetchAllOffsets``)."""
         by_tp = self.offsets.get(group_id, {})
+        unstable = self.txn.pending_partitions(group_id) if require_stable else set()
+
+        def unstable_entry(t: str, p: int) -> FetchedPartition:
+            return FetchedPartition(t, p, -1, -1, "", int(E.UNSTABLE_OFFSET_COMMIT))
+
         if topics is None:
-            return [FetchedPartition(t, p, o.offset, o.leader_epoch, o.metadata)
+            return [unstable_entry(t, p) if (t, p) in unstable
+                    else FetchedPartition(t, p, o.offset, o.leader_epoch, o.metadata)
                     for (t, p), o in sorted(by_tp.items())]
         out = []
         for name, partitions in topics:
             for p in partitions:
                 o = by_tp.get((name, p))
-                if o is None:
+                if (name, p) in unstable:
+                    out.append(unstable_entry(name, p))
+                elif o is None:
                     out.append(FetchedPartition(name, p, -1, -1, ""))
                 else:
                     out.append(FetchedPartition(name, p, o.offset, o.leader_epoch, o.metadata))
@@ -222,7 +324,9 @@ class OffsetManager:
                 code = E.NONE
                 if subscribed:
                     code = E.GROUP_SUBSCRIBED_TO_TOPIC
-                elif (t.name, p.partition_index) in by_tp:
+                elif (t.name, p.partition_index) in by_tp or self.txn.has_pending(
+                        req.group_id, (t.name, p.partition_index)):
+                    # Kafka: a tombstone also when only a pending transactional offset exists
                     records.append(offset_commit_tombstone(req.group_id, t.name,
                                                            p.partition_index))
                 parts.append(OffsetDeleteResponse.OffsetDeleteResponsePartition(
@@ -232,9 +336,10 @@ class OffsetManager:
         return OffsetDeleteResponse(error_code=0, topics=topics), records
 
     def delete_all(self, group_id: str) -> list[Record]:
-        """Tombstones for every offset of ``group_id`` (DeleteGroups)."""
-        return [offset_commit_tombstone(group_id, t, p)
-                for (t, p) in sorted(self.offsets.get(group_id, {}))]
+        """Tombstones for every offset of ``group_id`` (DeleteGroups), pending transactional
+        ones included (Kafka's ``deleteAllOffsets``)."""
+        tps = set(self.offsets.get(group_id, {})) | self.txn.pending_partitions(group_id)
+        return [offset_commit_tombstone(group_id, t, p) for (t, p) in sorted(tps)]
 
     # -- expiry ----------------------------------------------------------------------------
 
@@ -243,7 +348,7 @@ class OffsetManager:
         ``group`` and whether none is left."""
         by_tp = self.offsets.get(group.group_id)
         if not by_tp:
-            return [], True
+            return [], not self.txn.has_pending(group.group_id)
         # Kafka's offsetExpirationCondition.
         if group.protocol_type is not None:
             if group.is_in(GroupState.EMPTY):
@@ -261,9 +366,11 @@ class OffsetManager:
                 return o.commit_timestamp_ms
         retention = self.config.offsets_retention_ms
         records: list[Record] = []
-        all_expired = True
+        # Kafka keeps a group with open transactional offsets, and their partitions' offsets
+        all_expired = not self.txn.has_pending(group.group_id)
+        pending = self.txn.pending_partitions(group.group_id)
         for (topic, partition), o in sorted(by_tp.items()):
-            if group.is_subscribed_to_topic(topic):
+            if group.is_subscribed_to_topic(topic) or (topic, partition) in pending:
                 all_expired = False
                 continue
             if o.expire_timestamp_ms is not None:

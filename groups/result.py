@@ -35,11 +35,19 @@ class Write:
     ``on_appended(error)`` runs once the append's outcome is known: ``ErrorCode.NONE``, or the
     error the log answered (MESSAGE_TOO_LARGE, KAFKA_STORAGE_ERROR, NOT_ENOUGH_REPLICAS ...,
     unmapped: the continuation maps it to the group or offset error Kafka answers).  None: the
-    records carry nothing anyone waits for (Kafka only logs such a failure)."""
+    records carry nothing anyone waits for (Kafka only logs such a failure).
+
+    ``producer_id`` >= 0 (TxnOffsetCommit): the batch is a transactional batch of that
+    producer id and ``producer_epoch`` (base sequence 0, as Kafka's coordinator writes it).
+    ``base_offset`` is set by the adapter to the batch's first offset before
+    ``on_appended`` runs (-1: not known), so replay knows each record's offset."""
 
     group_id: str
     records: list[Record]
     on_appended: Callable[[ErrorCode], None] | None = None
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_offset: int = -1
 
 
 @dataclass(slots=True)

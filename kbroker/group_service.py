@@ -24,6 +24,12 @@ Its jobs, and nothing else:
   the coordinator's broker.  Writes are appended in call order at once; only the waiting
   for replication is asynchronous (other calls go on meanwhile: the coordinator's
   continuations re-check the group, as Kafka's callbacks do).
+* Transactions: a TxnOffsetCommit's write is appended as a transactional batch of its
+  producer (id, epoch, transactional bit, base sequence 0, as Kafka's coordinator writes
+  it; the log's producer state then holds the transaction open, so the partition's LSO
+  waits for it); ``complete_txn_offsets`` is called by the WriteTxnMarkers broker side
+  after the marker is appended to ``__consumer_offsets`` partitions, and a load replays
+  control records (COMMIT/ABORT) as well as data.
 * Parked JoinGroup/SyncGroup: the coordinator's pending handle resolves an asyncio future.
 * Timers: after every coordinator call an event-loop timer is armed for the coordinator's
   next deadline, so a delayed join or a session expiry fires on time (Kafka's purgatory
@@ -36,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import struct
 from typing import TYPE_CHECKING, Any
 
 from groups import GroupConfig, GroupCoordinator, Result
@@ -50,6 +57,7 @@ if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
 
 log = logging.getLogger("kbroker.groups")
+_CONTROL_KEY = struct.Struct(">hh")  # control record key: version, type
 
 
 class GroupService:
@@ -150,14 +158,35 @@ class GroupService:
                 break
             for batch in iter_batches(data):
                 if batch.is_control:
+                    if batch.next_offset > offset:
+                        self._replay_control(batch, index)
                     offset = batch.next_offset
                     continue
+                producer_id = batch.producer_id if batch.is_transactional else -1
                 for rec in batch.records():
                     if rec.offset >= offset and rec.key is not None:
-                        self.coordinator.replay(rec.key, rec.value)
+                        self.coordinator.replay(rec.key, rec.value, rec.offset, producer_id)
                         count += 1
                 offset = batch.next_offset
         return count
+
+    def _replay_control(self, batch: Any, index: int) -> None:
+        """A control batch: its record key is ``version int16 | type int16`` (0 ABORT,
+        1 COMMIT); other control types are not transaction markers."""
+        for rec in batch.records():
+            if rec.key is None or len(rec.key) < 4:
+                continue
+            _version, control_type = _CONTROL_KEY.unpack_from(rec.key, 0)
+            if control_type in (0, 1):
+                self.coordinator.replay_end_txn(batch.producer_id, control_type == 1, index)
+
+    def complete_txn_offsets(self, producer_id: int, producer_epoch: int, commit: bool,
+                             partitions: list[int]) -> None:
+        """The transaction marker of ``producer_id`` was appended to these
+        ``__consumer_offsets`` partitions (called by WriteTxnMarkers after the append):
+        its pending transactional offsets there are committed or dropped.  The marker's
+        epoch was checked by the log when it was appended."""
+        self.coordinator.complete_txn(producer_id, commit, partitions)
 
     def offsets_leadership(self, index: int, leader: bool) -> None:
         """Cluster mode: this broker became (or stopped being) the leader of
@@ -235,11 +264,15 @@ class GroupService:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 now = self.state.clock.milliseconds()
+                txn = {} if write.producer_id < 0 else {
+                    "producer_id": write.producer_id, "producer_epoch": write.producer_epoch,
+                    "base_sequence": 0, "is_transactional": True}
                 batch = bytearray(build_batch([
                     (bytes(r.key), None if r.value is None else bytes(r.value), [], now)
-                    for r in write.records]))
+                    for r in write.records], **txn))
                 info = partition.append_records_as_leader(
                     memoryview(batch), required_acks, origin=AppendOrigin.COORDINATOR)
+                write.base_offset = info.first_offset
                 return ErrorCode.NONE, tp, info.last_offset + 1
         except LogError as e:
             code = e.error

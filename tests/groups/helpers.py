@@ -48,7 +48,7 @@ class StoringCoordinator:
     RESULT_METHODS = frozenset({
         "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit",
         "offset_fetch", "offset_delete", "delete_groups", "list_groups", "describe_groups",
-        "poll", "on_timer", "unload_partition",
+        "poll", "on_timer", "unload_partition", "txn_offset_commit",
     })
 
     def __init__(self, coordinator: GroupCoordinator) -> None:
@@ -71,6 +71,7 @@ class StoringCoordinator:
             for write in current.writes:
                 error = self._outcome(write)
                 if error is ErrorCode.NONE:
+                    write.base_offset = len(self.log)  # as the broker's adapter sets it
                     self.log.extend(write.records)
                 errors.append(error)
             current = current.appended(errors)
