@@ -64,29 +64,24 @@ class TopicStats:
 
 
 class RequestStats:
-    """Per API key: count, latency sum and bucket counts (cumulative only on export)."""
+    """Per API key one list: [count, sum of seconds, bucket 0 count, ..., +Inf count]
+    (per-bucket counts; cumulative only on export).  One dict lookup per request."""
 
-    __slots__ = ("counts", "sums", "buckets")
+    __slots__ = ("by_key",)
 
     def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
-        self.sums: dict[int, float] = {}
-        self.buckets: dict[int, list[int]] = {}   # per key: len(LATENCY_BUCKETS_S) + 1 counts
+        self.by_key: dict[int, list] = {}
 
     def observe(self, api_key: int, seconds: float) -> None:
-        b = self.buckets.get(api_key)
-        if b is None:
-            b = self.buckets[api_key] = [0] * (len(LATENCY_BUCKETS_S) + 1)
-            self.counts[api_key] = 0
-            self.sums[api_key] = 0.0
-        b[bisect_left(LATENCY_BUCKETS_S, seconds)] += 1
-        self.counts[api_key] += 1
-        self.sums[api_key] += seconds
+        e = self.by_key.get(api_key)
+        if e is None:
+            e = self.by_key[api_key] = [0, 0.0] + [0] * (len(LATENCY_BUCKETS_S) + 1)
+        e[0] += 1
+        e[1] += seconds
+        e[2 + bisect_left(LATENCY_BUCKETS_S, seconds)] += 1
 
     def clear(self) -> None:
-        self.counts.clear()
-        self.sums.clear()
-        self.buckets.clear()
+        self.by_key.clear()
 
 
 class IsrStats:

@@ -96,14 +96,14 @@ class BrokerCollector(Collector):
             "kafka_network_requestmetrics_totaltime_seconds",
             "Time from a request being read to its response being ready, per API (TotalTimeMs)",
             labels=["request"])
-        for key in sorted(r.counts):
+        for key, e in sorted(r.by_key.items()):
             name = request_name(key)
-            count.add_metric([name], r.counts[key])
+            count.add_metric([name], e[0])
             cumulative, buckets = 0, []
-            for bound, n in zip((*LATENCY_BUCKETS_S, float("inf")), r.buckets[key], strict=True):
+            for bound, n in zip((*LATENCY_BUCKETS_S, float("inf")), e[2:], strict=True):
                 cumulative += n
                 buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
-            hist.add_metric([name], buckets, r.sums[key])
+            hist.add_metric([name], buckets, e[1])
         yield count
         yield hist
 
