@@ -163,6 +163,16 @@ LAYOUTS: dict[int, Layout] = {
     27: Layout(Shape(entries=(_entries("markers", "markers", copy={"producer_id": "producer_id"}, entries=(
         _entries("topics", "topics", copy={"name": "name"}, entries=(
             _entries("partition_indexes", "partitions", copy={"partition_index": SELF}),)),)),))),
+    # AddPartitionsToTxn: v0-3 per topic and partition; v4+ the top-level code only
+    # (AddPartitionsToTxnRequest.getErrorResponse).
+    24: Layout(Shape(entries=(_entries(
+        "v3_and_below_topics", "results_by_topic_v3_and_below", copy={"name": "name"},
+        versions=(0, 3), entries=(_entries("partitions", "results_by_partition",
+                                           copy={"partition_index": SELF}),)),))),
+    # DescribeTransactions: per transactional id.
+    65: Layout(Shape(entries=(_entries(
+        "transactional_ids", "transaction_states", copy={"transactional_id": SELF},
+        values={"transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1}),))),
     # DescribeConfigs: per resource, with Kafka's error text.
     32: Layout(Shape(entries=(_entries(
         "resources", "results",
@@ -238,7 +248,7 @@ def _mark_errors(out: Any, fields: tuple[FieldSpec, ...], version: int, message:
     for f in fields:
         if not f.present(version):
             continue
-        if f.py == "error_code":
+        if f.py in ("error_code", "partition_error_code"):  # the latter: AddPartitionsToTxn
             setattr(out, f.py, ErrorCode.UNKNOWN_SERVER_ERROR)
         elif f.py == "error_message":
             setattr(out, f.py, message if message is not None or f.is_nullable(version) else "")

@@ -81,7 +81,7 @@ def error_codes(msg: Any, fields: tuple[FieldSpec, ...], version: int, path: str
     for f in fields:
         if not f.present(version):
             continue
-        if f.py == "error_code":
+        if f.py in ("error_code", "partition_error_code"):  # the latter: AddPartitionsToTxn
             out[path or "."] = getattr(msg, f.py)
         elif f.is_array and f.struct is not None:
             for i, entry in enumerate(getattr(msg, f.py) or ()):
