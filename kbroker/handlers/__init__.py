@@ -4,8 +4,10 @@ in kbroker.registry.REGISTRY (from which ApiVersions answers)."""
 from kbroker.handlers import (  # noqa: F401
     acls_admin,
     api_versions,
+    client_quotas,
     cluster_admin,
     configs_admin,
+    describe_producers,
     describe_topic_partitions,
     elect_leaders,
     fetch,
@@ -20,6 +22,7 @@ from kbroker.handlers import (  # noqa: F401
     reassignments,
     topics_admin,
     transactions,
+    txn_offset_commit,
     write_txn_markers,
 )
 

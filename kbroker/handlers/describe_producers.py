@@ -1,0 +1,89 @@
+"""DescribeProducers (61) v0: the active producers of partitions, from each partition's
+producer state (log/producer_state.py), as Kafka's ``KafkaApis.handleDescribeProducersRequest``,
+``ReplicaManager.activeProducerState`` and ``UnifiedLog.activeProducers``.
+
+Per topic: an illegal name is INVALID_TOPIC_EXCEPTION (with Kafka's message); with an
+authorizer, no Read on the topic is TOPIC_AUTHORIZATION_FAILED; a topic the broker does not
+know is UNKNOWN_TOPIC_OR_PARTITION.  Per partition: one this broker does not host is
+NOT_LEADER_OR_FOLLOWER when the cluster has it, else UNKNOWN_TOPIC_OR_PARTITION; a hosted
+one (leader or follower: Kafka answers from any local log) lists every producer id in its
+state: epoch, last sequence, last batch's max timestamp, the coordinator epoch of its last
+marker and the first offset of its open transaction (-1: none), in producer id order
+(Kafka's map order is not defined; the admin client does not depend on it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.acl import READ, TOPIC
+from kbroker.authorizer import authorize
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from kbroker.topic_names import invalid_reason
+from wire.error_codes import ErrorCode
+from wire.messages import DescribeProducersRequest, DescribeProducersResponse
+
+E = ErrorCode
+TopicResponse = DescribeProducersResponse.TopicResponse
+PartitionResponse = DescribeProducersResponse.PartitionResponse
+ProducerState = DescribeProducersResponse.ProducerState
+
+
+def _topic_known(state: Any, name: str) -> bool:
+    cluster = getattr(state, "cluster", None)
+    if cluster is not None:
+        return cluster.cache.topic(name) is not None
+    return name in state.topics
+
+
+def _partition_known(state: Any, name: str, index: int) -> bool:
+    cluster = getattr(state, "cluster", None)
+    if cluster is not None:
+        return cluster.cache.image.partition(name, index) is not None
+    info = state.topics.get(name)
+    return info is not None and 0 <= index < info.partitions
+
+
+def active_producers(partition: Any) -> list[Any]:
+    """``UnifiedLog.activeProducers`` of a hosted partition, under the log's lock."""
+    log = partition.log
+    with log.lock:
+        entries = sorted(log.producer_state_manager.active_producers().items())
+        return [ProducerState(
+            producer_id=pid, producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
+            last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
+            current_txn_start_offset=-1 if e.current_txn_first_offset is None
+            else e.current_txn_first_offset)
+            for pid, e in entries]
+
+
+@REGISTRY.register(61, 0, 0)
+def handle_describe_producers(ctx: RequestContext, req: DescribeProducersRequest
+                              ) -> DescribeProducersResponse:
+    state = ctx.broker
+    topics = []
+    for t in req.topics:
+        error: tuple[ErrorCode, str | None] | None = None
+        if (why := invalid_reason(t.name)) is not None:
+            error = (E.INVALID_TOPIC_EXCEPTION, why)
+        elif not authorize(ctx, READ, TOPIC, t.name):
+            error = (E.TOPIC_AUTHORIZATION_FAILED, None)
+        elif not _topic_known(state, t.name):
+            error = (E.UNKNOWN_TOPIC_OR_PARTITION, None)
+        partitions = []
+        for index in t.partition_indexes:
+            if error is not None:
+                partitions.append(PartitionResponse(partition_index=index, error_code=int(error[0]),
+                                                    error_message=error[1]))
+                continue
+            partition = state.partition(t.name, index)
+            if partition is None:
+                code = E.NOT_LEADER_OR_FOLLOWER if _partition_known(state, t.name, index) \
+                    else E.UNKNOWN_TOPIC_OR_PARTITION
+                partitions.append(PartitionResponse(partition_index=index, error_code=int(code)))
+                continue
+            partitions.append(PartitionResponse(partition_index=index, error_code=0,
+                                                active_producers=active_producers(partition)))
+        topics.append(TopicResponse(name=t.name, partitions=partitions))
+    return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
