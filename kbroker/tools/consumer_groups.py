@@ -261,7 +261,8 @@ def reset_plan(client: Client, g: Group, tps: list[tuple[str, int]], *, to_earli
         plan = {}
         for tp in tps:
             if tp not in current:
-                raise ToolError(f"Partition {tp[0]}-{tp[1]} has no committed offset to shift")
+                raise ToolError(f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no "
+                                "current committed offset")
             plan[tp] = clamp(tp, current[tp] + shift_by)
         return plan
     if to_datetime is not None:

@@ -83,8 +83,8 @@ def describe_partitions(client: Client, topics: list[str]) -> tuple[list[dict[st
                 break
             cursor = DescribeTopicPartitionsRequest.Cursor(
                 topic_name=resp.next_cursor.topic_name, partition_index=resp.next_cursor.partition_index)
-        # KafkaAdminClient collects the descriptions into new HashMap<>(topics.size())
-        out = [by_name[t] for t in java_string_hash_order(topics, len(topics)) if t in by_name]
+        # KafkaAdminClient collects the descriptions into a HashMap: Kafka prints them in its order
+        out = [by_name[t] for t in java_string_hash_order(topics) if t in by_name]
         elr = True
     else:
         md = client.metadata(topics)
