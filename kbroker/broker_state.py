@@ -30,6 +30,7 @@ from kbroker.fetch_waiters import FetchWaiters
 from kbroker.group_service import GroupService
 from kbroker.partition import LEADER_EPOCH, Partition
 from kbroker.producer_ids import NoProducerIds, ProducerIdManager, ZkProducerIdManager
+from kbroker.quotas import QuotaManager
 from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_names import is_internal
 from kbroker.txn_service import TxnService
@@ -123,6 +124,9 @@ class BrokerState:
         self.txns = TxnService(self)  # the transaction coordinator (after the producer ids)
         # authorizer.class.name: None = everything allowed (kbroker/authorizer.py)
         self.authorizer: AclAuthorizer | None = build_authorizer(config, _first_dir(dirs))
+        # client quotas (kbroker/quotas.py): off, and free per request, until one is set
+        self.quotas = QuotaManager(_first_dir(dirs), config["quota.window.num"],
+                                   config["quota.window.size.seconds"])
         self.connections: set[KafkaConnection] = set()
         self.bound_port: int | None = None
         # Cluster mode (zookeeper.connect set): ZooKeeper, metadata cache, replicas,
@@ -235,6 +239,7 @@ class BrokerState:
         self.txns.close()
         if self.authorizer is not None:
             self.authorizer.close()
+        self.quotas.close()
 
 
 def _first_dir(dirs: list[str]) -> str:

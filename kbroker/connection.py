@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.error_responses import CLOSE, error_response
 from kbroker.metrics import REQUEST_STATS
+from kbroker.quotas import apply_quotas
 from kbroker.registry import INTER_BROKER, NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
 from log.file_records import PinnedSlice
@@ -123,6 +124,8 @@ class KafkaConnection(asyncio.Protocol):
         self._wake_fd = -1
         self._raw_slices = 0   # slices / bytes sent with sendfile since raw mode last ended
         self._raw_bytes = 0
+        self._muted_until = 0.0   # loop time until which a throttled client is not read (quotas)
+        self._quotas = getattr(state, "quotas", None)   # test doubles of the state may have none
 
     # ------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -230,6 +233,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def _fill(self, slot: _Slot, ctx: RequestContext, version: int, result: Any,
               request: Any) -> None:
+        if self._quotas is not None and self._quotas.enabled and request is not None:   # kbroker/quotas.py
+            busy = perf_counter() - slot.t0 if slot.t0 and self._dispatching else 0.0
+            self.throttle(apply_quotas(ctx, request, None if result is NO_RESPONSE else result, busy))
         if result is not NO_RESPONSE:
             try:
                 slot.parts = encode_response(result, version, ctx.correlation_id)
@@ -385,13 +391,26 @@ class KafkaConnection(asyncio.Protocol):
         t = self.transport
         if t is None or self.closed:
             return
-        should_pause = self._write_paused or bool(self._out) or len(self.slots) >= MAX_PENDING
+        should_pause = self._write_paused or bool(self._out) or len(self.slots) >= MAX_PENDING or (
+            self._muted_until > 0 and self._muted_until > asyncio.get_running_loop().time())
         if should_pause and not self._read_paused:
             self._read_paused = True
             t.pause_reading()
         elif not should_pause and self._read_paused:
             self._read_paused = False
             t.resume_reading()
+
+    def throttle(self, ms: int) -> None:
+        """KIP-219: a client over its quota gets its response at once, with throttle_time_ms,
+        and then nothing more is read from it for ``ms`` (Kafka mutes the channel)."""
+        if ms <= 0 or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000.0
+        if until > self._muted_until:
+            self._muted_until = until
+            loop.call_at(until, self._update_reading)
+        self._update_reading()
 
     def _abort(self, why: str) -> None:
         if self.closed:

@@ -188,6 +188,9 @@ LAYOUTS: dict[int, Layout] = {
     # CreateAcls / DeleteAcls: per creation / per filter (Create/DeleteAclsRequest.getErrorResponse).
     30: Layout(Shape(entries=(_entries("creations", "results"),))),
     31: Layout(Shape(entries=(_entries("filters", "filter_results"),))),
+    # AlterClientQuotas: per entry, its entity echoed (AlterClientQuotasRequest.getErrorResponse).
+    49: Layout(Shape(entries=(_entries("entries", "entries", entries=(_entries(
+        "entity", "entity", copy={"entity_type": "entity_type", "entity_name": "entity_name"}),)),))),
     # CreatePartitions: per topic.
     37: Layout(Shape(entries=(_entries("topics", "results", copy={"name": "name"}),))),
     # DeleteGroups: per group id.

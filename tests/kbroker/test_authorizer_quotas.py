@@ -1,0 +1,133 @@
+"""Client quotas as Kafka's ClientQuotaManager computes them (Rate over 11 one-second
+samples, throttle = (rate - bound) / bound * window, the DefaultQuotaCallback precedence of
+user / client-id / default entities), persisted in the log dir, and DescribeClientQuotas /
+AlterClientQuotas as Kafka answers them."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from types import SimpleNamespace
+
+from kbroker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
+from kbroker.quotas import DEFAULT, FETCH, FILE_NAME, PRODUCE, QuotaManager, Rate
+from kbroker.request_context import RequestContext
+from wire.error_codes import ErrorCode
+from wire.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_rate_divides_by_at_least_samples_minus_one_windows():
+    r = Rate(11, 1000)
+    r.record(10_000, 0)
+    assert r.window_size_ms(0) == 10_000
+    assert r.value(0) == 1000.0            # 10 kB over the 10 s minimum
+    for t in range(1, 20):
+        r.record(1000, t * 1000)
+    # after 19 s only the last 11 samples (11 kB) are alive, over 10 s since the oldest
+    assert r.window_size_ms(19_000) == 10_000
+    assert r.value(19_000) == 1100.0
+
+
+def test_the_throttle_time_is_kafkas_formula(tmp_path):
+    clock = Clock()
+    q = QuotaManager(str(tmp_path), clock=clock)
+    q.set((None, "c1"), {PRODUCE: 1000.0}).result(60)
+    assert q.record(PRODUCE, "u", "c1", 10_000) == 0        # exactly at the bound over 10 s
+    # 20 kB over 10 s = 2000 B/s: (2000 - 1000) / 1000 * 10 s
+    assert q.record(PRODUCE, "u", "c1", 10_000) == 10_000
+    assert q.record(PRODUCE, "u", "other", 1_000_000) == 0  # no quota for that client id
+    q.close()
+
+
+def test_quota_precedence_follows_kafkas_default_callback(tmp_path):
+    q = QuotaManager(str(tmp_path))
+    q.set((None, DEFAULT), {PRODUCE: 1.0})
+    q.set((None, "c1"), {PRODUCE: 2.0})
+    q.set((DEFAULT, None), {PRODUCE: 3.0})
+    q.set(("alice", None), {PRODUCE: 4.0})
+    q.set(("alice", "c1"), {PRODUCE: 5.0, FETCH: 6.0})
+    assert q.quota(PRODUCE, "alice", "c1").bound == 5.0
+    assert q.quota(PRODUCE, "alice", "c2").bound == 4.0
+    assert q.quota(PRODUCE, "bob", "c1").bound == 3.0
+    assert q.quota(FETCH, "bob", "c1") is None
+    assert q.quota(FETCH, "alice", "c1").key == (FETCH, "alice", "c1")
+    q.set((DEFAULT, None), {PRODUCE: None})
+    assert q.quota(PRODUCE, "bob", "c1").bound == 2.0
+    assert q.quota(PRODUCE, "bob", "c9").bound == 1.0
+    # a <default> client quota counts each client id apart; a user quota all its clients together
+    assert q.quota(PRODUCE, "bob", "c9").key == (PRODUCE, "", "c9")
+    assert q.quota(PRODUCE, "alice", "c7").key == (PRODUCE, "alice", "")
+    q.close()
+
+
+def test_quotas_survive_a_restart_as_kafkas_entity_paths(tmp_path):
+    q = QuotaManager(str(tmp_path))
+    q.set(("alice", "c1"), {PRODUCE: 1048576.0})
+    q.set((None, DEFAULT), {"request_percentage": 12.5}).result(60)
+    q.close()
+    assert json.loads((tmp_path / FILE_NAME).read_text()) == {
+        "users/alice/clients/c1": {"producer_byte_rate": "1048576"},
+        "clients/<default>": {"request_percentage": "12.5"}}
+    again = QuotaManager(str(tmp_path))
+    assert again.enabled and again.quota(PRODUCE, "alice", "c1").bound == 1048576.0
+    again.close()
+    empty = QuotaManager(str(tmp_path / "none"))
+    assert not empty.enabled
+    empty.close()
+
+
+def ctx(quotas) -> RequestContext:
+    return RequestContext(49, 1, 1, "c", SimpleNamespace(quotas=quotas), "127.0.0.1:1")
+
+
+def alter(quotas, entries, validate_only=False):
+    E, En, Op = (AlterClientQuotasRequest.EntryData, AlterClientQuotasRequest.EntityData,
+                 AlterClientQuotasRequest.OpData)
+    req = AlterClientQuotasRequest(validate_only=validate_only, entries=[
+        E(entity=[En(entity_type=t, entity_name=n) for t, n in entity],
+          ops=[Op(key=k, value=v, remove=v is None) for k, v in ops])
+        for entity, ops in entries])
+    r = handle_alter_client_quotas(ctx(quotas), req)
+    return asyncio.run(r) if inspect.iscoroutine(r) else r
+
+
+def describe(quotas, components, strict=False):
+    C = DescribeClientQuotasRequest.ComponentData
+    return handle_describe_client_quotas(ctx(quotas), DescribeClientQuotasRequest(
+        strict=strict, components=[C(entity_type=t, match_type=m, match=n) for t, m, n in components]))
+
+
+def test_alter_and_describe_client_quotas_as_kafka(tmp_path):
+    q = QuotaManager(str(tmp_path))
+    r = alter(q, [([("client-id", "c1")], [(PRODUCE, 1048576.0)]),
+                  ([("user", "alice"), ("client-id", None)], [(FETCH, 2048.0)]),
+                  ([("client-id", "c2")], [(PRODUCE, 1.5)]),
+                  ([("ip", "1.2.3.4")], [("connection_creation_rate", 3.0)]),
+                  ([("client-id", "c3")], [("bogus", 1.0)])])
+    assert [e.error_code for e in r.entries] == [0, 0, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST,
+                                                 ErrorCode.INVALID_REQUEST]
+    assert [(e.entity_type, e.entity_name) for e in r.entries[1].entity] == [("user", "alice"), ("client-id", None)]
+
+    def entities(resp):
+        return sorted(tuple((e.entity_type, e.entity_name) for e in x.entity) for x in resp.entries)
+
+    assert entities(describe(q, [("client-id", 2, None)])) == [
+        (("client-id", "c1"),), (("user", "alice"), ("client-id", None))]
+    assert entities(describe(q, [("client-id", 2, None)], strict=True)) == [(("client-id", "c1"),)]
+    assert entities(describe(q, [("client-id", 1, None)])) == [(("user", "alice"), ("client-id", None))]
+    exact = describe(q, [("client-id", 0, "c1")])
+    assert [(v.key, v.value) for v in exact.entries[0].values] == [(PRODUCE, 1048576.0)]
+    alter(q, [([("client-id", "c1")], [(PRODUCE, None)])])
+    assert entities(describe(q, [("client-id", 0, "c1")])) == []
+    assert alter(q, [([("client-id", "c9")], [(PRODUCE, 5.0)])], validate_only=True).entries[0].error_code == 0
+    assert q.quota(PRODUCE, "x", "c9") is None
+    q.close()
