@@ -77,9 +77,7 @@ def append_error_to_coordinator_error(error: ErrorCode) -> ErrorCode:
         return E.NOT_COORDINATOR
     if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE):
         return E.UNKNOWN_SERVER_ERROR
-    if error in (E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_LOAD_IN_PROGRESS):
-        return error
-    return E.UNKNOWN_SERVER_ERROR
+    return error  # any other code passes through, as in Kafka
 
 
 class TransactionCoordinator:
@@ -465,8 +463,9 @@ class TransactionCoordinator:
                 continue
             if producer_ids and md.producer_id not in producer_ids:
                 continue
-            if duration_ms >= 0 and (md.state is not TxnState.ONGOING
-                                     or now - md.txn_start_timestamp_ms < duration_ms):
+            # KIP-994: only those running longer than the duration (Kafka compares the start
+            # timestamp whatever the state: an idle id's -1 start always passes)
+            if duration_ms >= 0 and now - md.txn_start_timestamp_ms <= duration_ms:
                 continue
             out.append(md)
         return E.NONE, sorted(out, key=lambda m: m.transactional_id)

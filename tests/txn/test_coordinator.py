@@ -249,8 +249,10 @@ def test_list_and_describe_transactions_filter_by_state_producer_and_duration():
     assert error is E.NONE and [m.transactional_id for m in found] == ["a", "b"]
     assert [m.transactional_id for m in h.c.list_transactions({TxnState.ONGOING}, set(), -1)[1]] == ["a"]
     assert [m.transactional_id for m in h.c.list_transactions(set(), {pid_b}, -1)[1]] == ["b"]
-    assert [m.transactional_id for m in h.c.list_transactions(set(), set(), 500)[1]] == ["a"]
-    assert h.c.list_transactions(set(), set(), 501)[1] == []
+    # "running longer than": the start timestamp decides (an idle id has none, -1)
+    assert [m.transactional_id for m in h.c.list_transactions({TxnState.ONGOING}, set(), 499)[1]] == ["a"]
+    assert h.c.list_transactions({TxnState.ONGOING}, set(), 500)[1] == []
+    assert [m.transactional_id for m in h.c.list_transactions(set(), set(), 500)[1]] == ["b"]
     assert h.c.describe("nope")[0] is E.TRANSACTIONAL_ID_NOT_FOUND
     error, md = h.c.describe("a")
     assert error is E.NONE and md.partitions == {TP}
