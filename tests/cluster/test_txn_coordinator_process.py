@@ -1,0 +1,108 @@
+"""The transaction coordinator in a cluster: three kbroker processes, one real ZooKeeper,
+confluent-kafka transactional producers.  The coordinator is the leader of the id's
+``__transaction_state`` partition (replication factor 3); its markers reach partitions led
+by the other brokers over inter-broker WriteTxnMarkers; after a kill -9 of the coordinator
+the new leader of the partition replays the replicated state and serves the id."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+
+from kbroker.broker_channel import send_once
+from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.cluster.test_cluster_processes import create_topic
+from wire.messages import FindCoordinatorRequest
+
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("txn-cluster"), zookeeper,
+                **{"transaction.state.log.num.partitions": "6"}).start()
+    yield c
+    c.stop()
+
+
+def _txn_coordinator(cluster: Cluster, txn_id: str) -> int:
+    for b in cluster.brokers.values():
+        if not b.alive():
+            continue
+        req = FindCoordinatorRequest(key=txn_id, key_type=1)
+        try:
+            resp = asyncio.run(send_once("127.0.0.1", b.port, req, 3, "test"))
+        except OSError:
+            continue
+        return resp.node_id if resp.error_code == 0 else -1
+    return -1
+
+
+def _read_committed(cluster: Cluster, topic: str, expected: int) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"rc-{topic}-{expected}",
+                  "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    got: list[bytes] = []
+
+    def enough() -> bool:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+        return len(got) >= expected
+
+    try:
+        wait_until(enough, f"{expected} committed records of {topic}")
+        # nothing more arrives (an aborted record would come after the committed ones)
+        for _ in range(6):
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+    finally:
+        c.close()
+    return sorted(got)
+
+
+def _producer(cluster: Cluster, txn_id: str) -> Producer:
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id,
+                  "transaction.timeout.ms": 60000})
+    p.init_transactions(120)
+    return p
+
+
+def test_transactions_commit_and_abort_across_brokers_and_survive_a_kill_9_of_the_coordinator(cluster):
+    create_topic(cluster, "txn-out", 3, assignment=[[1], [2], [3]])
+    txn_id = "txn-cluster-1"
+    p = _producer(cluster, txn_id)
+    coordinator = _txn_coordinator(cluster, txn_id)
+    assert coordinator in (1, 2, 3)
+    for i, commit in enumerate([True, False, True]):
+        p.begin_transaction()
+        for part in range(3):
+            p.produce("txn-out", f"{i}-{part}".encode(), partition=part)
+        if commit:
+            p.commit_transaction(120)
+        else:
+            p.abort_transaction(120)
+    assert _read_committed(cluster, "txn-out", 6) == sorted(
+        f"{i}-{part}".encode() for i in (0, 2) for part in range(3))
+
+    # the coordinator dies; another replica of its __transaction_state partition takes over
+    # with the replicated state: the next producer for the id fences the old one
+    cluster.brokers[coordinator].kill()
+    wait_until(lambda: _txn_coordinator(cluster, txn_id) not in (-1, coordinator), "a new coordinator")
+    cluster.brokers[coordinator].start(timeout_s=120)
+    cluster.wait_serving()
+    p2 = _producer(cluster, txn_id)
+    p2.begin_transaction()
+    for part in range(3):
+        p2.produce("txn-out", f"3-{part}".encode(), partition=part)
+    p2.commit_transaction(120)
+    p.begin_transaction()
+    p.produce("txn-out", b"zombie", partition=0)
+    with pytest.raises(KafkaException):
+        p.commit_transaction(60)
+    assert _read_committed(cluster, "txn-out", 9) == sorted(
+        f"{i}-{part}".encode() for i in (0, 2, 3) for part in range(3))
