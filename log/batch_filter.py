@@ -74,9 +74,11 @@ RecordPredicate = Callable[[int, "bytes | None", bool], bool]
 
 
 def filter_batch(buf, pos: int, h: BatchHeader, retention: BatchRetention, retain: RecordPredicate,
-                 new_delete_horizon_ms: int) -> FilteredBatch:
+                 new_delete_horizon_ms: int, set_horizon: bool = False) -> FilteredBatch:
     """Apply ``retention`` and ``retain`` to the batch at ``buf[pos:]`` (header ``h``).
-    ``new_delete_horizon_ms`` is used if the batch holds a tombstone and has no horizon yet."""
+    ``new_delete_horizon_ms`` is used if the batch holds a tombstone and has no horizon yet,
+    or if ``set_horizon`` (a transaction marker that no longer guards any data, Kafka's
+    ``containsMarkerForEmptyTxn``)."""
     size = h.batch_length + LOG_OVERHEAD
     if retention is BatchRetention.DELETE:
         return FilteredBatch(None, h.last_offset, h.max_timestamp, 0, 0)
@@ -96,7 +98,7 @@ def filter_batch(buf, pos: int, h: BatchHeader, retention: BatchRetention, retai
             all_kept = False
     has_horizon = bool(h.attributes & DELETE_HORIZON_BIT)
     if kept:
-        need_horizon = tombstones and not has_horizon
+        need_horizon = (tombstones or set_horizon) and not has_horizon
         if all_kept and not need_horizon:
             return FilteredBatch(bytes(memoryview(buf)[pos : pos + size]), h.last_offset, h.max_timestamp, read, len(kept))
         horizon = new_delete_horizon_ms if need_horizon else (h.base_timestamp if has_horizon else NO_TIMESTAMP)

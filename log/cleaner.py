@@ -34,9 +34,13 @@ Steps, as Kafka's ``doClean``:
    cleaned segment then always ends at its group's last offset, which is how the loader tells
    which old segments a ``.swap`` replaces after a crash (from the swap's base to its next
    offset; a shorter swap would leave some of them in place beside it).  Such an empty batch
-   costs 61 bytes and goes at a later cleaning where it no longer ends a group.  Control
-   batches are kept whole (no transaction index yet, so no marker is ever known to be
-   removable).  Offsets are kept, so gaps appear.  The cleaned segment's indexes are built by ``LogSegment.append`` as Kafka's
+   costs 61 bytes and goes at a later cleaning where it no longer ends a group.
+   Transactions (Kafka's ``CleanedTransactionMetadata``, log/cleaned_txn_metadata.py, fed
+   the plan's aborted transactions from the ``.txnindex`` files): the batches of an aborted
+   transaction are dropped (and kept out of the offset map); a marker is kept while any
+   batch of its transaction was met in this cleaning (an ABORT kept so is re-indexed in the
+   cleaned segment's ``.txnindex``), else it is recopied with a delete horizon of
+   ``delete.retention.ms`` and dropped by the first cleaning after it.  Offsets are kept, so gaps appear.  The cleaned segment's indexes are built by ``LogSegment.append`` as Kafka's
    are (one entry per index.interval.bytes), plus one offset-index entry for the last batch:
    a ``.swap`` cut short later fails the loader's index check instead of passing as shorter
    data (see loader.py).  Each cleaned segment is fsynced and gets the mtime of its group's
@@ -55,14 +59,22 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from log.batch_filter import BatchRetention, filter_batch
+from log.cleaned_txn_metadata import CleanedTransactionMetadata
 from log.clock import Clock
 from log.config import LogConfig
 from log.errors import CorruptRecordError
-from log.files import CLEANED_FILE_SUFFIX, log_file, offset_index_file, time_index_file
+from log.files import (
+    CLEANED_FILE_SUFFIX,
+    log_file,
+    offset_index_file,
+    time_index_file,
+    txn_index_file,
+)
 from log.offset_map import SkimpyOffsetMap
 from log.raw_records import batch_records, scan
 from log.segment import LogSegment
 from log.throttler import Throttler
+from log.txn_index import AbortedTxn
 from wire.batch_header import (
     CONTROL_BIT,
     DELETE_HORIZON_BIT,
@@ -131,6 +143,9 @@ class CleaningPlan:
     first_uncleanable_offset: int  # a segment base offset, <= the active segment's
     sources: tuple[SourceSegment, ...]  # every segment with base < first_uncleanable_offset
     last_records_of_producers: dict[int, LastRecord] = field(default_factory=dict)
+    # aborted transactions overlapping the sources (from their .txnindex files), in
+    # .txnindex order: their batches are dropped and their markers kept while data remains
+    aborted_transactions: tuple[AbortedTxn, ...] = ()
 
     def portable(self) -> CleaningPlan:
         """This plan with a ``FixedClock`` at ``now_ms``: safe to pickle to a worker process."""
@@ -199,7 +214,7 @@ def remove_cleaned_files(dir_: str, base_offsets: Iterable[int]) -> None:
     group is based at a source segment's base offset."""
     for base in base_offsets:
         for path in (log_file(dir_, base, CLEANED_FILE_SUFFIX), offset_index_file(dir_, base, CLEANED_FILE_SUFFIX),
-                     time_index_file(dir_, base, CLEANED_FILE_SUFFIX)):
+                     time_index_file(dir_, base, CLEANED_FILE_SUFFIX), txn_index_file(dir_, base, CLEANED_FILE_SUFFIX)):
             try:
                 os.remove(path)
             except FileNotFoundError:
@@ -258,10 +273,16 @@ def group_segments_by_size(segments: list[SourceSegment], max_size: int, max_ind
     return grouped
 
 
+def _aborted_in(plan: CleaningPlan, start: int, upper: int) -> list[AbortedTxn]:
+    """The plan's aborted transactions overlapping [start, upper) (Kafka collects them per
+    segment, from its base to the next one's)."""
+    return [t for t in plan.aborted_transactions if t.last_offset >= start and t.first_offset < upper]
+
+
 def create_new_cleaned_segment(dir_: str, config: LogConfig, base_offset: int, clock: Clock) -> LogSegment:
     """A fresh ``<base>.log.cleaned`` segment; leftovers of an earlier attempt are removed first."""
     for path in (log_file(dir_, base_offset, CLEANED_FILE_SUFFIX), offset_index_file(dir_, base_offset, CLEANED_FILE_SUFFIX),
-                 time_index_file(dir_, base_offset, CLEANED_FILE_SUFFIX)):
+                 time_index_file(dir_, base_offset, CLEANED_FILE_SUFFIX), txn_index_file(dir_, base_offset, CLEANED_FILE_SUFFIX)):
         try:
             os.remove(path)
         except FileNotFoundError:
@@ -356,14 +377,19 @@ class Cleaner:
         dirty = [(s, sources[i + 1].base_offset if i + 1 < len(sources) else end)
                  for i, s in enumerate(sources)
                  if s.base_offset < end and (i + 1 == len(sources) or sources[i + 1].base_offset > start)]
+        txns = CleanedTransactionMetadata()
         for i, (seg, _) in enumerate(dirty):
             next_start = dirty[i + 1][0].base_offset if i + 1 < len(dirty) else end
-            if self._build_offset_map_for_segment(seg, start, next_start, stats, check_done):
+            txns.add_aborted_transactions(_aborted_in(plan, seg.base_offset, next_start))
+            if self._build_offset_map_for_segment(seg, start, next_start, stats, check_done, txns):
                 break
 
     def _build_offset_map_for_segment(self, seg: SourceSegment, start: int, next_segment_start: int,
-                                      stats: CleanerStats, check_done: Callable[[], None]) -> bool:
-        """Add the keys of ``seg`` at offsets >= ``start``; True when the map filled up."""
+                                      stats: CleanerStats, check_done: Callable[[], None],
+                                      txns: CleanedTransactionMetadata) -> bool:
+        """Add the keys of ``seg`` at offsets >= ``start``; True when the map filled up.
+        Aborted batches add nothing: their records are removed, so they must not hide the
+        committed ones they would supersede (Kafka's buildOffsetMapForSegment)."""
         m = self.offset_map
         max_desired = int(m.slots * self.dedupe_buffer_load_factor)
         for buf, off, h, _ in self._batches(seg, check_done):
@@ -372,7 +398,10 @@ class Cleaner:
             if last_offset < start:
                 continue
             if h.attributes & CONTROL_BIT:  # control batch: markers carry no key to compact
+                txns.on_control_batch_read(buf, off, h)
                 stats.map_messages_read += 1
+            elif txns.on_batch_read(h):
+                stats.map_messages_read += h.record_count
             else:
                 base = h.base_offset
                 data, start_pos, end_pos = batch_records(buf, off, h)
@@ -394,10 +423,15 @@ class Cleaner:
                        check_done: Callable[[], None]) -> LogSegment:
         """One group -> one flushed ``.cleaned`` segment based at the group's first offset."""
         cleaned = create_new_cleaned_segment(plan.dir, plan.config, group[0].base_offset, plan.clock)
+        txns = CleanedTransactionMetadata(cleaned.txn_index)
+        sources = plan.sources
         try:
             last_batch: tuple[int, int] | None = None  # (last offset, position) of the last batch written
             for i, src in enumerate(group):
-                written = self._clean_into(plan, src, cleaned, stats, check_done, i == len(group) - 1)
+                k = sources.index(src)
+                upper = sources[k + 1].base_offset if k + 1 < len(sources) else plan.first_uncleanable_offset
+                txns.add_aborted_transactions(_aborted_in(plan, src.base_offset, upper))
+                written = self._clean_into(plan, src, cleaned, stats, check_done, i == len(group) - 1, txns)
                 if written is not None:
                     last_batch = written
             if last_batch is not None:
@@ -413,7 +447,8 @@ class Cleaner:
         return cleaned
 
     def _clean_into(self, plan: CleaningPlan, src: SourceSegment, dest: LogSegment, stats: CleanerStats,
-                    check_done: Callable[[], None], last_of_group: bool) -> tuple[int, int] | None:
+                    check_done: Callable[[], None], last_of_group: bool,
+                    txns: CleanedTransactionMetadata | None = None) -> tuple[int, int] | None:
         """Copy what ``src`` keeps into ``dest``; returns (last offset, position) of the last
         batch written, if any.  ``last_of_group``: ``src``'s last batch is kept (empty if need
         be), see the module docstring."""
@@ -426,16 +461,30 @@ class Cleaner:
         producers = plan.last_records_of_producers
         last_written = None
 
+        if txns is None:
+            txns = CleanedTransactionMetadata()
+
         def keep_control(offset: int, key: bytes | None, has_value: bool) -> bool:
             return True
+
+        def drop(offset: int, key: bytes | None, has_value: bool) -> bool:
+            return False
 
         for buf, off, h, file_pos in self._batches(src, check_done):
             size = h.batch_length + LOG_OVERHEAD
             stats.bytes_read += size
             is_control = bool(h.attributes & CONTROL_BIT)
             last_offset = h.base_offset + h.last_offset_delta
-            # Kafka's checkBatchRetention.  Without a transaction index no batch is known to
-            # be aborted and no marker to be removable, so nothing is discarded wholesale.
+            # Kafka's checkBatchRetention: an aborted batch is discarded; a marker may be
+            # discarded once no batch of its transaction is left (``can_discard``), and then
+            # only after its delete horizon (set the first time it is recopied so) has passed
+            if is_control:
+                can_discard = txns.on_control_batch_read(buf, off, h)
+                has_horizon = bool(h.attributes & DELETE_HORIZON_BIT)
+                discard_records = can_discard and has_horizon and h.base_timestamp <= now
+            else:
+                can_discard = txns.on_batch_read(h)
+                discard_records = can_discard
             last = producers.get(h.producer_id) if h.producer_id >= 0 else None
             if last is not None and (last_offset == last.last_data_offset if last.last_data_offset is not None
                                      else is_control and h.producer_epoch == last.producer_epoch):
@@ -444,9 +493,13 @@ class Cleaner:
                 retention = BatchRetention.RETAIN_EMPTY  # keeps the round's last offset known
             elif last_of_group and file_pos + size == src.size:
                 retention = BatchRetention.RETAIN_EMPTY  # the cleaned segment ends where its group did
+            elif discard_records:
+                retention = BatchRetention.DELETE
             else:
                 retention = BatchRetention.DELETE_EMPTY
-            if is_control:
+            if discard_records:
+                retain = drop  # kept (empty) only for its producer's sequence or the offsets
+            elif is_control:
                 retain = keep_control
             else:
                 retain_deletes = not (h.attributes & DELETE_HORIZON_BIT) or now < h.base_timestamp
@@ -459,7 +512,8 @@ class Cleaner:
                         return False
                     return offset >= get(key) and (has_value or _retain_deletes)
 
-            result = filter_batch(buf, off, h, retention, retain, new_horizon)
+            result = filter_batch(buf, off, h, retention, retain, new_horizon,
+                                  set_horizon=is_control and can_discard)
             stats.messages_read += result.records_read
             if result.data is not None:
                 position = dest.size()

@@ -14,8 +14,8 @@ delete partitions on another):
 Choosing (``grab_filthiest_compacted_log``): for every log with cleanup.policy containing
 ``compact``, the range ``[first dirty, first uncleanable)`` (:func:`cleanable_offsets`): the
 first dirty offset is the checkpoint (reset to the log start offset when it lies outside the
-log); the first uncleanable offset is the lowest of the high watermark (the last stable
-offset, without transactions), the active segment's base offset and, with
+log); the first uncleanable offset is the lowest of the last stable offset (<= the high
+watermark), the active segment's base offset and, with
 min.compaction.lag.ms > 0, the base of the first segment holding a record newer than
 ``now - min.compaction.lag.ms``; it is then rounded down to a segment base.  The *cleanable
 ratio* is dirty bytes / total bytes, where the segments at or after the one holding the first
@@ -82,7 +82,9 @@ def cleanable_offsets(log: Log, last_clean_offset: int | None, now: int) -> Offs
         first_dirty, force = log_start, True
     else:
         first_dirty = checkpoint
-    candidates = [log.high_watermark, log.active_segment().base_offset]
+    # the LSO, not the HW: records of an open transaction may still be aborted, so they
+    # must neither enter the offset map nor be compacted (Kafka's firstUncleanableDirtyOffset)
+    candidates = [log.last_stable_offset, log.active_segment().base_offset]
     min_lag = max(log.config.min_compaction_lag_ms, 0)
     if min_lag > 0:
         for seg in log.segments.non_active_log_segments_from(first_dirty):

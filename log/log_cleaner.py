@@ -148,12 +148,15 @@ class CleaningJob:
                     os.close(s.fd)
                 raise
             producers = log.last_records_of_active_producers()
+            first = self._segments[0].base_offset if self._segments else fuo
+            aborted = tuple(log.collect_aborted_transactions(first, fuo)) if fuo > first else ()
             config = log.config
         self._sources_open = True
         self.plan = CleaningPlan(
             dir=log.dir, topic_partition=log.topic_partition, config=config, clock=log.clock, now_ms=now,
             first_dirty_offset=to_clean.first_dirty_offset, first_uncleanable_offset=fuo, sources=tuple(sources),
-            last_records_of_producers={pid: LastRecord(off, epoch) for pid, (off, epoch) in producers.items()})
+            last_records_of_producers={pid: LastRecord(off, epoch) for pid, (off, epoch) in producers.items()},
+            aborted_transactions=aborted)
 
     # ------------------------------------------------------------------ any thread
     def cancel(self) -> None:
