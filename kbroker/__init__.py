@@ -12,6 +12,15 @@ Map: ``config`` (Kafka property names and defaults), ``broker`` (lifecycle, embe
 and ``partition`` (the only callers of log/).
 """
 
-from kbroker.broker import Broker, SyncBroker
+from typing import Any
 
 __all__ = ["Broker", "SyncBroker"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, so that ``kbroker <tool>`` (kbroker/tools/) starts without
+    # loading the broker: ``kbroker.Broker`` and ``from kbroker import Broker`` work as before.
+    if name in __all__:
+        from kbroker import broker
+        return getattr(broker, name)
+    raise AttributeError(f"module 'kbroker' has no attribute {name!r}")

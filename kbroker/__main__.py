@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import signal
 import sys
+from typing import Any
 
 import click
 
-from cluster.coordination import CoordinationError
-from kbroker import stack_dump
-from kbroker.broker import Broker, new_event_loop
-from kbroker.config import ConfigError, load_config
-from log.log_dir_checks import LogDirError
-
 
 def _serve(args: argparse.Namespace) -> int:
+    # the broker is imported here, not at module level: the tools need none of it
+    from cluster.coordination import CoordinationError
+    from kbroker import stack_dump
+    from kbroker.broker import Broker, new_event_loop
+    from kbroker.config import ConfigError, load_config
+    from log.log_dir_checks import LogDirError
+
     try:
         config = load_config(args.properties, args.override)
     except ConfigError as e:
@@ -67,7 +70,32 @@ def _serve_main(argv: list[str]) -> int:
     return _serve(args)
 
 
-@click.group(name="kbroker", help="A Kafka broker in Python, and Kafka's command-line tools.")
+class _LazyGroup(click.Group):
+    """Subcommands imported only when run (or listed by --help): ``kbroker topics`` loads
+    neither the broker nor the web console."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy  # name -> "module:attribute" of a click command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module, _, attr = self.lazy[name].partition(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+def _lazy_commands() -> dict[str, str]:
+    from kbroker.tools import COMMANDS
+    return {**COMMANDS,
+            "console": "kbroker.console.cli:console"}  # the web console (kbroker/console/, issue 18)
+
+
+@click.group(name="kbroker", cls=_LazyGroup, lazy=_lazy_commands(),
+             help="A Kafka broker in Python, and Kafka's command-line tools.")
 def cli() -> None:
     pass
 
@@ -79,17 +107,6 @@ def cli() -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def serve(args: tuple[str, ...]) -> None:
     sys.exit(_serve_main(list(args)))
-
-
-def _add_tools() -> None:
-    from kbroker.tools import commands
-    for command in commands():
-        cli.add_command(command)
-    from kbroker.console.cli import console  # the web console (kbroker/console/, issue 18)
-    cli.add_command(console)
-
-
-_add_tools()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,12 +10,10 @@ their usage and exit non-zero).
 
 from __future__ import annotations
 
-import click
-
-
-def commands() -> list[click.Command]:
-    """Every tool's click command, for ``kbroker``'s command group."""
-    from kbroker.tools.consumer_groups import consumer_groups
-    from kbroker.tools.get_offsets import get_offsets
-    from kbroker.tools.topics import topics
-    return [topics, consumer_groups, get_offsets]
+# ``kbroker <name>`` -> the click command ("module:attribute"), imported when it runs
+COMMANDS = {
+    "topics": "kbroker.tools.topics:topics",
+    "consumer-groups": "kbroker.tools.consumer_groups:consumer_groups",
+    "configs": "kbroker.tools.configs:configs",
+    "get-offsets": "kbroker.tools.get_offsets:get_offsets",
+}
