@@ -35,9 +35,11 @@ from kbroker.cleaner_processes import CleanerProcesses
 from kbroker.cluster_runtime import ClusterRuntime
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
+from kbroker.listeners import ListenerSpec, build_listeners
 
 log = logging.getLogger("kbroker")
 
+TLS_HANDSHAKE_TIMEOUT_S = 10.0   # a TLS handshake not done by then closes its connection
 SCHEDULER_TICK_S = 0.1    # how often the background thread runs log/'s due tasks, and the
                           # event loop's fallback group tick
 
@@ -50,7 +52,9 @@ class Broker:
             config = BrokerConfig(props)
         self.config = config
         self.state: BrokerState | None = None
-        self._server: asyncio.AbstractServer | None = None
+        self._server: asyncio.AbstractServer | None = None   # the first listener's
+        self._servers: list[asyncio.AbstractServer] = []
+        self.listener_ports: dict[str, int] = {}   # listener name -> bound port
         self._ticker: asyncio.Task[None] | None = None
         self._background: BackgroundWorker | None = None
         self._cleaner: CleanerProcesses | None = None
@@ -64,6 +68,7 @@ class Broker:
     # ------------------------------------------------------------ asyncio API
     async def start_async(self) -> Broker:
         loop = asyncio.get_running_loop()
+        specs = build_listeners(self.config)   # a bad listener setting stops start-up first
         cluster_id = None
         if self.config.cluster_mode:
             # Cluster mode: ZooKeeper first (Kafka's initZkClient): its /cluster/id is the
@@ -84,14 +89,13 @@ class Broker:
                 self.cluster = None
             raise
         listener = self.config.listeners[0]
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self.state),  # type: ignore[arg-type]
-            host=listener.bind_host, port=listener.port, reuse_address=True,
-            backlog=1024,
-        )
-        sock = self._server.sockets[0]
+        try:
+            await self._listen(loop, specs)
+        except BaseException:
+            await self.stop_async()
+            raise
         self.host = listener.host or "localhost"
-        self.port = sock.getsockname()[1]
+        self.port = self.state.bound_ports[listener.name]
         self.state.bound_port = self.port
         if self.cluster is not None:
             self.state.cluster = self.cluster
@@ -109,6 +113,23 @@ class Broker:
         await self._start_ops_endpoints(listener.bind_host)
         log.info("started (kbroker id=%d) listening on %s:%d", self.config.node_id, self.host, self.port)
         return self
+
+    async def _listen(self, loop: asyncio.AbstractEventLoop, specs: list[ListenerSpec]) -> None:
+        """One server per listener (kbroker/listeners.py); SSL listeners do their TLS
+        handshake in the transport, bounded by a timeout so a slow or broken one costs only
+        its own connection."""
+        for spec in specs:
+            server = await loop.create_server(
+                lambda spec=spec: KafkaConnection(self.state, spec),  # type: ignore[arg-type]
+                host=spec.bind_host, port=spec.port, reuse_address=True, backlog=1024,
+                ssl=spec.ssl_context,
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if spec.ssl_context is not None else None,
+            )
+            self._servers.append(server)
+            if self._server is None:
+                self._server = server
+            self.state.bound_ports[spec.name] = server.sockets[0].getsockname()[1]
+            self.listener_ports[spec.name] = self.state.bound_ports[spec.name]
 
     async def _start_ops_endpoints(self, host: str | None) -> None:
         """/metrics and the web console, when configured (issue 18; both off by default)."""
@@ -137,10 +158,11 @@ class Broker:
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        for server in self._servers:
+            server.close()
+            await server.wait_closed()
+        self._servers.clear()
+        self._server = None
         if self._background is not None:
             self._background.stop()
             self._background = None

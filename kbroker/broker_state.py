@@ -31,6 +31,7 @@ from kbroker.group_service import GroupService
 from kbroker.partition import LEADER_EPOCH, Partition
 from kbroker.producer_ids import NoProducerIds, ProducerIdManager, ZkProducerIdManager
 from kbroker.quotas import QuotaManager
+from kbroker.scram_credentials import ScramCredentialStore
 from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_names import is_internal
 from kbroker.txn_service import TxnService
@@ -129,6 +130,12 @@ class BrokerState:
                                    config["quota.window.size.seconds"])
         self.connections: set[KafkaConnection] = set()
         self.bound_port: int | None = None
+        # listener name -> the port it bound (port 0 in ``listeners``: the one the OS chose)
+        self.bound_ports: dict[str, int] = {}
+        # SCRAM credentials (kbroker/scram_credentials.py): a file on a single node; cluster
+        # mode serves /config/users from ZooKeeper (kbroker/scram_zk.py swaps the store)
+        self.scram_credentials = ScramCredentialStore(
+            None if static_config.cluster_mode else _first_dir(dirs))
         # Cluster mode (zookeeper.connect set): ZooKeeper, metadata cache, replicas,
         # controller; None on a single node, where this broker leads everything.
         self.cluster: ClusterRuntime | None = None
@@ -208,10 +215,14 @@ class BrokerState:
         return any(topic == name for topic, _ in self.log_manager.deleting())
 
     # ------------------------------------------------------------ addresses
-    def advertised_address(self) -> tuple[str, int]:
+    def advertised_address(self, listener_name: str | None = None) -> tuple[str, int]:
         """The host and port clients should connect to (advertised.listeners, else listeners;
-        an empty host means this machine's name; port 0 means the port actually bound)."""
+        an empty host means this machine's name; port 0 means the port actually bound), for
+        ``listener_name`` (the listener a request came on; default the first)."""
         listener = self.config.listeners[0]
+        for candidate in self.config.listeners:
+            if candidate.name == listener_name:
+                listener = candidate
         chosen = listener
         for adv in self.config.advertised_listeners or []:
             if adv.name == listener.name:
@@ -219,8 +230,8 @@ class BrokerState:
                 break
         host = chosen.host.strip("[]") or socket.getfqdn()
         port = chosen.port
-        if port == 0 and self.bound_port is not None:
-            port = self.bound_port
+        if port == 0:
+            port = self.bound_ports.get(listener.name, self.bound_port or 0)
         return host, port
 
     # ------------------------------------------------------------ lifecycle
@@ -237,6 +248,7 @@ class BrokerState:
         self.dynamic_configs.close()
         self.producer_ids.close()
         self.txns.close()
+        self.scram_credentials.close()
         if self.authorizer is not None:
             self.authorizer.close()
         self.quotas.close()

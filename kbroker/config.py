@@ -77,6 +77,30 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("allow.everyone.if.no.acl.found", "boolean", False),
     _k("quota.window.num", "int", 11, at_least=1),
     _k("quota.window.size.seconds", "int", 1, at_least=1),
+    # ---- listeners' security (issue 17; kbroker/listeners.py): each may be given per
+    # listener as listener.name.<listener lower case>.<key> (Kafka's ListenerName prefix)
+    _k("security.inter.broker.protocol", "string", "PLAINTEXT", _PROTOCOLS),
+    _k("sasl.enabled.mechanisms", "list", ["GSSAPI"]),
+    _k("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI"),
+    _k("sasl.jaas.config", "password", None),
+    _k("sasl.server.max.receive.size", "int", 524288),
+    _k("connections.max.reauth.ms", "long", 0),
+    _k("ssl.protocol", "string", "TLSv1.3"),
+    _k("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"]),
+    _k("ssl.cipher.suites", "list", []),
+    _k("ssl.client.auth", "string", "none", ("required", "requested", "none")),
+    _k("ssl.keystore.type", "string", "JKS"),
+    _k("ssl.keystore.location", "string", None),
+    _k("ssl.keystore.password", "password", None),
+    _k("ssl.key.password", "password", None),
+    _k("ssl.keystore.certificate.chain", "password", None),
+    _k("ssl.keystore.key", "password", None),
+    _k("ssl.truststore.type", "string", "JKS"),
+    _k("ssl.truststore.location", "string", None),
+    _k("ssl.truststore.password", "password", None),
+    _k("ssl.truststore.certificates", "password", None),
+    _k("ssl.endpoint.identification.algorithm", "string", "https"),
+    _k("ssl.principal.mapping.rules", "string", "DEFAULT"),
     # ---- cluster mode (issue 13): set zookeeper.connect to join a cluster
     _k("zookeeper.connect", "string", None),
     _k("zookeeper.session.timeout.ms", "int", 18000),
@@ -273,6 +297,8 @@ class BrokerConfig:
         self.unknown: list[str] = []
         for name, raw in self.originals.items():
             key = KEYS.get(name)
+            if key is None and name.startswith("listener.name."):
+                continue   # per-listener settings, read by kbroker/listeners.py
             if key is None:
                 self.unknown.append(name)
                 log.warning("The configuration '%s' was supplied but isn't a known config.", name)

@@ -88,8 +88,12 @@ def _config_synonyms(state: BrokerState, name: str) -> list[Synonym]:
 def _entry(name: str, value: str | None, synonyms: list[Synonym], type_: str, read_only: bool,
            include_synonyms: bool) -> Entry:
     source = synonyms[0].source if synonyms else DEFAULT_CONFIG
+    sensitive = type_ == "password"   # Kafka: a PASSWORD config's value is never described
+    if sensitive:
+        value = None
+        synonyms = [Synonym(name=s.name, value=None, source=s.source) for s in synonyms]
     return Entry(name=name, value=value, read_only=read_only, is_default=source == DEFAULT_CONFIG,
-                 config_source=source, is_sensitive=False,
+                 config_source=source, is_sensitive=sensitive,
                  synonyms=synonyms if include_synonyms else [], config_type=_TYPES[type_],
                  documentation=None)
 

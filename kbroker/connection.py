@@ -65,6 +65,7 @@ from kbroker.metrics import REQUEST_STATS
 from kbroker.quotas import apply_quotas
 from kbroker.registry import INTER_BROKER, NO_RESPONSE, REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.sasl_authenticator import SaslAuthenticator
 from log.file_records import PinnedSlice
 from wire.codec import decode_at
 from wire.errors import DecodeError, WireError
@@ -74,6 +75,7 @@ from wire.schema import REQUESTS
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
+    from kbroker.listeners import ListenerSpec
 
 log = logging.getLogger("kbroker.connection")
 
@@ -95,6 +97,20 @@ class SendStats:
     raw_waits = 0           # raw-mode episodes that had to wait for the socket to drain
 
 
+def _read_slices(parts: list[Any]) -> list[Any]:
+    """``parts`` with each PinnedSlice read into bytes (and released): a TLS connection
+    cannot sendfile; the record bytes were just read or written, so the page cache has them."""
+    out: list[Any] = []
+    try:
+        for p in parts:
+            out.append(bytes(p) if type(p) is PinnedSlice else p)   # OSError: file shorter
+    finally:
+        for p in parts:
+            if type(p) is PinnedSlice:
+                p.close()
+    return out
+
+
 class _Slot:
     __slots__ = ("parts", "ready", "t0")
 
@@ -105,10 +121,21 @@ class _Slot:
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, state: BrokerState):
+    def __init__(self, state: BrokerState, listener: ListenerSpec | None = None):
         self.state = state
+        # Who is on the other end (kbroker/listeners.py): every request's context carries
+        # these.  ``_auth`` is the SASL state machine (kbroker/sasl_authenticator.py) while
+        # it has work (until authenticated, or for the session with KIP-368 re-auth): a
+        # PLAINTEXT/SSL connection's only per-request cost is the ``is not None`` test.
+        self.listener_name = listener.name if listener is not None else "PLAINTEXT"
+        self.principal = "User:ANONYMOUS"
+        self._auth: SaslAuthenticator | None = None
+        self._tls = listener is not None and listener.ssl_context is not None
+        self._listener = listener
         self._dispatching = False   # inside data_received: responses are written once, after it
         self.decoder = FrameDecoder(state.config["socket.request.max.bytes"])
+        if listener is not None and listener.is_sasl:
+            self._auth = SaslAuthenticator(self, listener)
         self.slots: deque[_Slot] = deque()
         self.tasks: set[asyncio.Future[Any]] = set()
         self.transport: asyncio.Transport | None = None
@@ -133,6 +160,10 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.state.connections.add(self)
+        if self._tls and self._auth is None:   # SSL: the certificate's subject, mapped
+            from kbroker.tls import peer_principal
+
+            self.principal = peer_principal(transport, self._listener.principal_rules)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -174,6 +205,8 @@ class KafkaConnection(asyncio.Protocol):
     # ------------------------------------------------------------ requests
     def _dispatch(self, frame: bytearray) -> None:
         t0 = perf_counter()
+        if self._auth is not None and self._auth.intercept(frame):
+            return
         try:
             header, offset = decode_request_header(frame)
         except DecodeError as e:
@@ -186,7 +219,8 @@ class KafkaConnection(asyncio.Protocol):
         if entry is None:
             self._abort(f"unknown api key {key}")
             return
-        ctx = RequestContext(key, version, header.correlation_id, header.client_id, self.state, self.peer)
+        ctx = RequestContext(key, version, header.correlation_id, header.client_id, self.state, self.peer,
+                             self.principal, self.listener_name)
         if not entry.min_version <= version <= entry.max_version:
             if key == API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with error 35 in the v0 layout.
@@ -219,6 +253,37 @@ class KafkaConnection(asyncio.Protocol):
         slot = _Slot()
         self.slots.append(slot)
         self._fill(slot, ctx, version, result, None)
+
+    # ------------------------------------------------------------ authentication (SASL)
+    respond = _respond
+
+    def send_raw(self, data: bytes) -> None:
+        """Queue bytes that are no Kafka response (SaslHandshake v0 tokens) in order."""
+        slot = _Slot()
+        slot.parts = [data]
+        slot.ready = True
+        self.slots.append(slot)
+        if not self._dispatching:
+            self._flush()
+
+    def authenticated(self, principal: str, keep: bool) -> None:
+        """SASL succeeded: later requests run as ``principal``; ``keep``: the authenticator
+        stays for re-authentication and session expiry (KIP-368)."""
+        self.principal = principal
+        if not keep:
+            self._auth = None
+
+    def close_after_sending(self, why: str) -> None:
+        """Write the responses whose turn has come (an authentication failure's answer),
+        then close (Kafka: the failure response is sent, then the channel closed)."""
+        if self.closed:
+            return
+        self._flush()
+        log.info("closing connection from %s: %s", self.peer, why)
+        self.closed = True
+        self._end_raw_mode()
+        if self.transport is not None:
+            self.transport.close()   # close, not abort: the buffered answer leaves first
 
     def _async_done(self, fut: asyncio.Future[Any], slot: _Slot, ctx: RequestContext,
                     request: Any) -> None:
@@ -288,6 +353,12 @@ class KafkaConnection(asyncio.Protocol):
                 parts += slot.parts
         transport = self.transport
         if parts and transport is not None and not self.closed:
+            if self._tls and any(type(p) is PinnedSlice for p in parts):
+                try:
+                    parts = _read_slices(parts)   # TLS encrypts in the transport: no sendfile
+                except OSError as e:
+                    self._abort(f"cannot read records to send: {e}")
+                    return
             if self._out or any(type(p) is PinnedSlice for p in parts):
                 self._out.extend(parts)
                 self._pump()

@@ -205,6 +205,11 @@ LAYOUTS: dict[int, Layout] = {
     43: Layout(Shape(entries=(_entries(
         "topic_partitions", "replica_election_results", copy={"topic": "topic"}, entries=(
             _entries("partitions", "partition_result", copy={"partition_id": SELF}),)),))),
+    # AlterUserScramCredentials: per distinct user of the deletions and upsertions, sorted
+    # (AlterUserScramCredentialsRequest.getErrorResponse).
+    51: Layout(Shape(values={"results": lambda r, v: [
+        RESPONSES[51].cls.AlterUserScramCredentialsResult(user=u)
+        for u in sorted({d.name for d in r.deletions} | {u.name for u in r.upsertions})]})),
     # DescribeTopicPartitions: per requested topic (an empty request lists none), not
     # internal, no partitions, no cursor (DescribeTopicPartitionsRequest.getErrorResponse).
     75: Layout(Shape(entries=(_entries("topics", "topics", copy={"name": "name"},

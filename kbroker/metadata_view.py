@@ -74,8 +74,9 @@ class MetadataView(Protocol):
 
     def is_live(self, broker_id: int) -> bool: ...
 
-    def brokers(self) -> list[BrokerView]:
-        """Every live broker, by id, with its endpoint on the listener clients use."""
+    def brokers(self, listener_name: str | None = None) -> list[BrokerView]:
+        """Every live broker, by id, with its endpoint on ``listener_name`` (the listener the
+        request came on; default the first listener)."""
         ...
 
 
@@ -110,9 +111,10 @@ class SingleNodeView:
     def is_live(self, broker_id: int) -> bool:
         return broker_id == self._state.node_id
 
-    def brokers(self) -> list[BrokerView]:
+    def brokers(self, listener_name: str | None = None) -> list[BrokerView]:
+        """This broker's address on ``listener_name`` (the request's listener, as Kafka)."""
         state = self._state
-        host, port = state.advertised_address()
+        host, port = state.advertised_address(listener_name)
         return [BrokerView(state.node_id, host, port, state.config["broker.rack"])]
 
 
@@ -151,11 +153,12 @@ class ClusterView:
     def is_live(self, broker_id: int) -> bool:
         return self._image.is_live(broker_id)
 
-    def brokers(self) -> list[BrokerView]:
+    def brokers(self, listener_name: str | None = None) -> list[BrokerView]:
+        """Every broker's endpoint on ``listener_name`` (default the first listener)."""
         out = []
         for broker_id in sorted(self._image.brokers):
             b = self._image.brokers[broker_id]
-            e = b.endpoint(self._listener) or (b.endpoints[0] if b.endpoints else None)
+            e = b.endpoint(listener_name or self._listener) or (b.endpoints[0] if b.endpoints else None)
             if e is not None:
                 out.append(BrokerView(b.broker_id, e.host, e.port, b.rack))
         return out

@@ -20,6 +20,8 @@ from kbroker.handlers import (  # noqa: F401
     partitions_admin,
     produce,
     reassignments,
+    sasl,
+    scram_admin,
     topics_admin,
     transactions,
     txn_offset_commit,

@@ -46,7 +46,7 @@ def handle_describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) ->
         return DescribeClusterResponse(throttle_time_ms=0, error_code=code, error_message=message,
                                        endpoint_type=ENDPOINT_BROKER, cluster_id="", controller_id=-1,
                                        brokers=[], cluster_authorized_operations=INT_MIN)
-    host, port = state.advertised_address()
+    host, port = state.advertised_address(ctx.listener_name)
     if getattr(state, "cluster", None) is not None:   # cluster mode: every live broker, from the metadata cache
         brokers = live_brokers_for_describe(ctx)
         controller_id = state.cluster.controller_id

@@ -68,5 +68,5 @@ async def group_coordinator(ctx: RequestContext, group_id: str) -> Answer:
     broker = cluster.cache.broker(leader) if leader >= 0 else None
     if broker is None or not broker.endpoints:
         return _unavailable()
-    e = broker.endpoint(ctx.broker.config.listeners[0].name) or broker.endpoints[0]
+    e = broker.endpoint(ctx.listener_name) or broker.endpoints[0]
     return ErrorCode.NONE, None, leader, e.host, e.port

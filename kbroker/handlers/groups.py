@@ -49,7 +49,7 @@ def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) ->
         return _find_txn_coordinator(ctx, req)  # type: ignore[return-value]
     if getattr(state, "cluster", None) is not None and req.key_type == GROUP_KEY:
         return _find_group_coordinator_in_cluster(ctx, req)  # type: ignore[return-value]
-    host, port = state.advertised_address()
+    host, port = state.advertised_address(ctx.listener_name)
     if req.key_type == GROUP_KEY:
         state.groups.ensure_topic()
     if req.key_type == GROUP_KEY:

@@ -107,7 +107,7 @@ def _response(ctx: RequestContext, view: MetadataView, req: MetadataRequest, nam
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[MetadataResponse.MetadataResponseBroker(b.node_id, b.host, b.port, b.rack)
-                 for b in view.brokers()],
+                 for b in view.brokers(ctx.listener_name)],
         cluster_id=ctx.broker.cluster_id,
         controller_id=view.controller_id,
         topics=topics,

@@ -212,7 +212,7 @@ async def transaction_coordinator(ctx: RequestContext, transactional_id: str) ->
     cluster = getattr(state, "cluster", None)
     if cluster is None:
         state.txns.ensure_topic()
-        host, port = state.advertised_address()
+        host, port = state.advertised_address(ctx.listener_name)
         return E.NONE, None, state.node_id, host, port
     topic = cluster.cache.topic(TRANSACTION_STATE_TOPIC)
     if topic is None:
@@ -224,7 +224,7 @@ async def transaction_coordinator(ctx: RequestContext, transactional_id: str) ->
     broker = cluster.cache.broker(leader) if leader >= 0 else None
     if broker is None or not broker.endpoints:
         return E.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
-    e = broker.endpoint(state.config.listeners[0].name) or broker.endpoints[0]
+    e = broker.endpoint(ctx.listener_name) or broker.endpoints[0]
     return E.NONE, None, leader, e.host, e.port
 
 
