@@ -16,4 +16,5 @@ COMMANDS = {
     "consumer-groups": "kbroker.tools.consumer_groups:consumer_groups",
     "configs": "kbroker.tools.configs:configs",
     "get-offsets": "kbroker.tools.get_offsets:get_offsets",
+    "dump-log": "kbroker.tools.dump_log:dump_log_command",
 }

@@ -1,0 +1,360 @@
+"""``kbroker dump-log``: kafka-dump-log.sh (Kafka's DumpLogSegments), reading segment files.
+
+Reads ``.log`` / ``.index`` / ``.timeindex`` files directly (no broker), the layout being
+Kafka's (kbroker writes the same files).  Output lines are DumpLogSegments':
+
+* ``.log``: ``Log starting offset: N``, then per batch ``baseOffset: .. lastOffset: .. count:
+  .. baseSequence: .. lastSequence: .. producerId: .. producerEpoch: .. partitionLeaderEpoch: ..
+  isTransactional: .. isControl: .. deleteHorizonMs: .. position: .. CreateTime: .. size: ..
+  magic: 2 compresscodec: .. crc: .. isvalid: ..``; with ``--deep-iteration`` one ``| offset:
+  ..`` line per record, with ``--print-data-log`` its ``key:`` / ``payload:`` (UTF-8), with
+  ``--offsets-decoder`` the __consumer_offsets records as JSON (Kafka's field names).
+* ``.index``: ``offset: O position: P`` per entry; ``.timeindex``: ``timestamp: T offset: O``;
+  entries are checked against the log and mismatches reported on stderr at the end.
+  A preallocated index (the active segment's) ends at its first zero entry.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from wire.codec import decode_at
+from wire.record_batch import ControlRecordType, RecordBatch, decode_control_record
+from wire.schema import SPECS, ZERO_UUID
+
+_HEAD = struct.Struct(">qi")  # baseOffset, batchLength
+_INDEX = struct.Struct(">ii")  # relative offset, position
+_TIME_INDEX = struct.Struct(">qi")  # timestamp, relative offset
+_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+MAX_INT = 2**31 - 1
+
+# __consumer_offsets record key versions (= record types) -> (key schema, value schema)
+_GROUP_RECORDS = {
+    0: ("OffsetCommitKey", "OffsetCommitValue"), 1: ("OffsetCommitKey", "OffsetCommitValue"),
+    2: ("GroupMetadataKey", "GroupMetadataValue"),
+    3: ("ConsumerGroupMetadataKey", "ConsumerGroupMetadataValue"),
+    4: ("ConsumerGroupPartitionMetadataKey", "ConsumerGroupPartitionMetadataValue"),
+    5: ("ConsumerGroupMemberMetadataKey", "ConsumerGroupMemberMetadataValue"),
+    6: ("ConsumerGroupTargetAssignmentMetadataKey", "ConsumerGroupTargetAssignmentMetadataValue"),
+    7: ("ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue"),
+    8: ("ConsumerGroupCurrentMemberAssignmentKey", "ConsumerGroupCurrentMemberAssignmentValue"),
+}
+
+
+def _java_str(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def iter_file_batches(buf: bytes, max_bytes: int = MAX_INT):
+    """(position, RecordBatch) for each whole batch in the first ``max_bytes`` of a segment."""
+    pos, end = 0, min(len(buf), max_bytes)
+    while pos + _HEAD.size <= end:
+        _, length = _HEAD.unpack_from(buf, pos)
+        size = _HEAD.size + length
+        if length < 14 or pos + size > end:  # a partial batch: the rest is "invalid bytes"
+            break
+        yield pos, RecordBatch(buf, pos)
+        pos += size
+
+
+# --------------------------------------------------------------------------- JSON of records
+
+def _json_value(spec_field: Any, value: Any, version: int) -> Any:
+    if value is None:
+        return None
+    if spec_field.is_array:
+        if spec_field.struct is not None:
+            return [_json_struct(spec_field.struct, v, version) for v in value]
+        return [_json_scalar(spec_field.elem, v) for v in value]
+    if spec_field.struct is not None:
+        return _json_struct(spec_field.struct, value, version)
+    return _json_scalar(spec_field.elem, value)
+
+
+def _json_scalar(kind: str, v: Any) -> Any:
+    if kind in ("bytes", "records"):
+        return base64.b64encode(bytes(v)).decode()
+    if kind == "uuid":
+        return base64.urlsafe_b64encode((v or ZERO_UUID).bytes).decode().rstrip("=")
+    return v
+
+
+def _json_struct(spec: Any, msg: Any, version: int) -> dict[str, Any]:
+    """A message as Kafka's generated JsonConverter writes it: fields of that version, in
+    schema order, camelCase names; tagged fields only when not at their default."""
+    out: dict[str, Any] = {}
+    for f in spec.fields:
+        if not f.present(version):
+            continue
+        v = getattr(msg, f.py)
+        if f.is_tagged(version) and f.is_default(v):
+            continue
+        out[f.name[0].lower() + f.name[1:]] = _json_value(f, v, version)
+    return out
+
+
+def _embedded(raw: str | None, name: str) -> Any:
+    """GroupMetadataValue member subscription/assignment bytes -> their JSON (as Kafka does)."""
+    try:
+        data = base64.b64decode(raw or "")
+        version = int.from_bytes(data[:2], "big", signed=True)
+        spec = SPECS[name]
+        msg, _ = decode_at(spec.cls, data, version, 2)
+        return _json_struct(spec, msg, version)
+    except Exception:  # Kafka keeps the original bytes when they do not parse
+        return raw
+
+
+def decode_offsets_record(offset: int, key: bytes | None, value: bytes | None) -> tuple[str, str | None]:
+    """(key text, value text) of a __consumer_offsets record, as --offsets-decoder prints them."""
+    if key is None:
+        raise click.ClickException(f"Failed to decode message at offset {offset} using the specified "
+                                   "decoder (message had a missing key)")
+    try:
+        rtype = int.from_bytes(key[:2], "big", signed=True)
+        if rtype not in _GROUP_RECORDS:
+            return f"Unknown record type {rtype} at offset {offset}, skipping.", None
+        key_name, value_name = _GROUP_RECORDS[rtype]
+        kspec = SPECS[key_name]
+        kmsg, _ = decode_at(kspec.cls, key, kspec.valid[0] if rtype > 1 else rtype, 2)
+        ktext = json.dumps({"type": str(rtype), "data": _json_struct(kspec, kmsg, kspec.valid[0] if rtype > 1 else rtype)},
+                           separators=(",", ":"), ensure_ascii=False)
+        if value is None:
+            return ktext, "<DELETE>"
+        vversion = int.from_bytes(value[:2], "big", signed=True)
+        vspec = SPECS[value_name]
+        vmsg, _ = decode_at(vspec.cls, value, vversion, 2)
+        data = _json_struct(vspec, vmsg, vversion)
+        if value_name == "GroupMetadataValue" and data.get("protocolType") == "consumer":
+            for m in data.get("members") or []:
+                m["subscription"] = _embedded(m.get("subscription"), "ConsumerProtocolSubscription")
+                m["assignment"] = _embedded(m.get("assignment"), "ConsumerProtocolAssignment")
+        return ktext, json.dumps({"version": str(vversion), "data": data}, separators=(",", ":"),
+                                 ensure_ascii=False)
+    except Exception as e:  # Kafka: "Error at offset N, skipping. <message>"
+        return f"Error at offset {offset}, skipping. {e}", None
+
+
+# --------------------------------------------------------------------------- .log
+
+def dump_log(path: Path, print_data: bool, deep: bool, offsets_decoder: bool, max_bytes: int,
+             non_consecutive: dict[str, list[tuple[int, int]]]) -> None:
+    out = sys.stdout
+    out.write(f"Log starting offset: {int(path.name.split('.')[0])}\n")
+    buf = path.read_bytes()
+    valid = 0
+    last_offset = -1
+    for pos, b in iter_file_batches(buf, max_bytes):
+        ts_type = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
+        horizon = f"OptionalLong[{b.delete_horizon_ms}]" if b.has_delete_horizon else "OptionalLong.empty"
+        out.write(f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
+                  f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
+                  f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+                  f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
+                  f"deleteHorizonMs: {horizon} position: {pos} {ts_type}: {b.max_timestamp} "
+                  f"size: {b.size_in_bytes} magic: {b.magic} compresscodec: {_CODECS.get(int(b.compression), '?')} "
+                  f"crc: {b.crc} isvalid: {_bool(b.is_crc_valid())}\n")
+        if deep:
+            for r in b.records():
+                if r.offset != last_offset + 1:
+                    non_consecutive.setdefault(str(path.resolve()), []).append((last_offset, r.offset))
+                last_offset = r.offset
+                seq = -1 if b.base_sequence == -1 else (b.base_sequence + r.offset_delta) % (MAX_INT + 1)
+                line = (f"| offset: {r.offset} {ts_type}: {r.timestamp} "
+                        f"keySize: {-1 if r.key is None else len(r.key)} "
+                        f"valueSize: {-1 if r.value is None else len(r.value)} sequence: {seq} "
+                        f"headerKeys: [{','.join(k for k, _ in r.headers)}]")
+                if b.is_control:
+                    ctype, epoch = decode_control_record(r)
+                    if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+                        line += f" endTxnMarker: {ControlRecordType(ctype).name} coordinatorEpoch: {epoch}"
+                    else:
+                        line += f" controlType: UNKNOWN({int(ctype)})"
+                elif print_data:
+                    if offsets_decoder:
+                        key, value = decode_offsets_record(r.offset, r.key, r.value)
+                    else:
+                        key = None if r.key is None else _java_str(r.key)
+                        value = None if r.value is None else _java_str(r.value)
+                    if key is not None:
+                        line += f" key: {key}"
+                    if value is not None:
+                        line += f" payload: {value}"
+                out.write(line + "\n")
+        valid += b.size_in_bytes
+    trailing = min(len(buf), max_bytes) - valid
+    if trailing > 0 and max_bytes == MAX_INT:
+        out.write(f"Found {trailing} invalid bytes at the end of {path.name}\n")
+
+
+# --------------------------------------------------------------------------- indexes
+
+def _index_entries(path: Path, entry: struct.Struct) -> list[tuple[int, int]]:
+    data = path.read_bytes()
+    n = len(data) // entry.size
+    return [entry.unpack_from(data, i * entry.size) for i in range(n)]
+
+
+def _log_path(path: Path) -> Path:
+    return path.with_name(path.name.split(".")[0] + ".log")
+
+
+def _first_batch_last_offset(log: bytes, position: int) -> int | None:
+    for _, b in iter_file_batches(log[position:]):
+        return b.last_offset
+    return None
+
+
+def dump_index(path: Path, sanity_only: bool, verify_only: bool,
+               mismatches: dict[str, dict[int, int]]) -> None:
+    base = int(path.name.split(".")[0])
+    entries = _index_entries(path, _INDEX)
+    if not entries:
+        print(f"{path} is empty.")
+        return
+    if sanity_only:
+        size = path.stat().st_size
+        last = base + entries[-1][0]
+        if last < base:
+            raise click.ClickException(f"Corrupt index found, index file ({path}) has non-zero size but the "
+                                       f"last offset is {last} which is less than the base offset {base}.")
+        if size % _INDEX.size:
+            raise click.ClickException(f"Index file {path} is corrupt, found {size} bytes which is neither "
+                                       f"positive nor a multiple of {_INDEX.size}.")
+        print(f"{path} passed sanity check.")
+        return
+    log = _log_path(path).read_bytes()
+    for i, (rel, position) in enumerate(entries):
+        offset = base + rel
+        if offset == base and i > 0:
+            return
+        got = _first_batch_last_offset(log, position)
+        if got is not None and got != offset:
+            mismatches.setdefault(str(path.resolve()), {})[offset] = got
+        if not verify_only:
+            print(f"offset: {offset} position: {position}")
+
+
+def _lookup(entries: list[tuple[int, int]], target: int, base: int) -> int:
+    """OffsetIndex.lookup's position: its binary search for the last entry whose offset is
+    <= target, over every entry of the file (a preallocated file's zero entries included,
+    which read as (base offset, 0)), or position 0 when the first entry is already above."""
+    if not entries or entries[0][0] > target:
+        return 0
+    lo, hi = 0, len(entries) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if entries[mid][0] <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    return entries[lo][1]
+
+
+def dump_time_index(path: Path, sanity_only: bool, verify_only: bool,
+                    errors: dict[str, dict[str, list[tuple[int, int]]]]) -> None:
+    base = int(path.name.split(".")[0])
+    entries = _index_entries(path, _TIME_INDEX)
+    if sanity_only:
+        size = path.stat().st_size
+        if entries and entries[-1][0] < entries[0][0]:
+            raise click.ClickException(f"Corrupt time index found, time index file ({path}) has non-zero size "
+                                       f"but the last timestamp is {entries[-1][0]} which is less than the "
+                                       f"first timestamp {entries[0][0]}")
+        if size % _TIME_INDEX.size:
+            raise click.ClickException(f"Time index file {path} is corrupt, found {size} bytes which is "
+                                       f"neither positive nor a multiple of {_TIME_INDEX.size}.")
+        print(f"{path} passed sanity check.")
+        return
+    log = _log_path(path).read_bytes()
+    index_path = path.with_name(path.name.split(".")[0] + ".index")
+    offsets = [(base + r, p) for r, p in _index_entries(index_path, _INDEX)] if index_path.exists() else []
+    key = str(path.resolve())
+    prev = -1
+    for i, (ts, rel) in enumerate(entries):
+        offset = base + rel
+        if offset == base and i > 0:
+            return
+        position = _lookup(offsets, offset, base)
+        match = next((b for _, b in iter_file_batches(log[position:]) if b.last_offset >= offset), None)
+        if match is None:
+            errors.setdefault("shallow", {}).setdefault(key, []).append((offset, -1))
+        elif match.last_offset != offset:
+            errors.setdefault("shallow", {}).setdefault(key, []).append((offset, match.last_offset))
+        else:
+            max_ts = max((r.timestamp for r in match.records()), default=-1)
+            if max_ts != ts:
+                errors.setdefault("mismatch", {}).setdefault(key, []).append((ts, max_ts))
+            if prev >= ts:
+                errors.setdefault("order", {}).setdefault(key, []).append((ts, prev))
+        if not verify_only:
+            print(f"timestamp: {ts} offset: {offset}")
+        prev = ts
+
+
+@click.command("dump-log", help="Dump segment files: .log, .index, .timeindex (kafka-dump-log.sh).")
+@click.option("--files", required=True, help="REQUIRED: comma separated data and index files to dump.")
+@click.option("--deep-iteration", is_flag=True, help="Iterate the records inside each batch.")
+@click.option("--print-data-log", is_flag=True, help="Print the records' keys and values (implies deep iteration).")
+@click.option("--offsets-decoder", is_flag=True,
+              help="Decode __consumer_offsets records as JSON (implies --print-data-log).")
+@click.option("--index-sanity-check", is_flag=True, help="Only check that the index files are sane.")
+@click.option("--verify-index-only", is_flag=True, help="Only check index entries against the log.")
+@click.option("--max-bytes", type=int, default=MAX_INT, show_default=True,
+              help="Read at most this many bytes of each .log file.")
+def dump_log_command(files: str, deep_iteration: bool, print_data_log: bool, offsets_decoder: bool,
+                     index_sanity_check: bool, verify_index_only: bool, max_bytes: int) -> None:
+    print_data = print_data_log or offsets_decoder
+    deep = deep_iteration or print_data
+    mismatches: dict[str, dict[int, int]] = {}
+    time_errors: dict[str, dict[str, list[tuple[int, int]]]] = {}
+    non_consecutive: dict[str, list[tuple[int, int]]] = {}
+    for name in files.split(","):
+        path = Path(name)
+        print(f"Dumping {name}")
+        sys.stdout.flush()
+        suffix = path.suffix
+        try:
+            if suffix == ".log":
+                dump_log(path, print_data, deep, offsets_decoder, max_bytes, non_consecutive)
+            elif suffix == ".index":
+                dump_index(path, index_sanity_check, verify_index_only, mismatches)
+            elif suffix == ".timeindex":
+                dump_time_index(path, index_sanity_check, verify_index_only, time_errors)
+            else:
+                click.echo(f"Ignoring unknown file {name}", err=True)
+        except FileNotFoundError as e:
+            raise click.ClickException(f"{e.filename} (No such file or directory)") from None
+    err = sys.stderr
+    sys.stdout.flush()
+    for fname, by_offset in mismatches.items():
+        err.write(f"Mismatches in :{fname}\n")
+        for index_offset in sorted(by_offset, reverse=True):
+            err.write(f"  Index offset: {index_offset}, log offset: {by_offset[index_offset]}\n")
+    for fname, pairs in time_errors.get("mismatch", {}).items():
+        err.write(f"Found timestamp mismatch in :{fname}\n")
+        for a, b in pairs:
+            err.write(f"  Index timestamp: {a}, log timestamp: {b}\n")
+    for fname, pairs in time_errors.get("order", {}).items():
+        err.write(f"Found out of order timestamp in :{fname}\n")
+        for a, b in pairs:
+            err.write(f"  Index timestamp: {a}, Previously indexed timestamp: {b}\n")
+    for fname, pairs in time_errors.get("shallow", {}).items():
+        err.write(f"The following indexed offsets are not found in :{fname}\n")
+        for a, b in pairs:
+            err.write(f"Indexed offset: {a}, found log offset: {b}\n")
+    for fname, pairs in non_consecutive.items():
+        err.write(f"Non-consecutive offsets in {fname}\n")
+        for a, b in pairs:
+            err.write(f"  {a} is followed by {b}\n")
