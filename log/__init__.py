@@ -19,7 +19,12 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
   ``.deleted`` renames.  ``LogLoader`` (loader.py): open + crash recovery.
 * ``LogSegments`` / ``LogSegment`` (segments.py, segment.py), ``FileRecords``
   (file_records.py), ``OffsetIndex`` / ``TimeIndex`` (index.py).
-* ``ProducerStateManager`` (producer_state.py): idempotent producers, ``.snapshot`` files.
+* ``ProducerStateManager`` (producer_state.py): idempotent producers, ``.snapshot`` files,
+  open/completed transactions and the first unstable offset (LSO = min(it, HW)); replayed
+  from stored batches by producer_state_rebuild.py.  Transactions: markers are control
+  batches (control_batch.py); each segment's ``.txnindex`` (txn_index.py) lists the aborted
+  transactions whose ABORT marker it holds, for read_committed reads
+  (``Log.collect_aborted_transactions``) and for the cleaner (cleaned_txn_metadata.py).
 * Compaction, Kafka's log cleaner: ``LogCleaner`` / ``CleaningJob`` (log_cleaner.py) drive it
   as grab (short) -> prepare (long, no lock, never touches the Log) -> commit (short, under
   the log's lock); ``LogCleanerManager``
