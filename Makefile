@@ -122,6 +122,11 @@ bench-log: $(VENV)/.test-installed
 bench-group: $(VENV)/.test-installed
 	$(PY) -m bench.group_bench
 
+## certs: test certificates (CA, broker PEM/PKCS12, client, a client of another CA) in certs/
+## with openssl, for trying the SSL/SASL_SSL listeners (README "Security"); tests make their own
+certs:
+	$(PYTHON) tests/compat/security_certs.py certs
+
 clean:
 	rm -rf $(VENV) build *.egg-info
 

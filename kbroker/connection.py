@@ -163,7 +163,10 @@ class KafkaConnection(asyncio.Protocol):
         if self._tls and self._auth is None:   # SSL: the certificate's subject, mapped
             from kbroker.tls import peer_principal
 
-            self.principal = peer_principal(transport, self._listener.principal_rules)
+            try:
+                self.principal = peer_principal(transport, self._listener.principal_rules)
+            except ValueError as e:   # no ssl.principal.mapping.rules rule applies
+                self._abort(f"SSL authentication failed: {e}")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
