@@ -1,7 +1,8 @@
 """/metrics of three kbroker processes and a real ZooKeeper: with a broker down, the
 leaders report its partitions under-replicated and the controller reports the partitions
 that had no other replica offline; when it returns, both go back to 0.  Exactly one broker
-reports itself the active controller throughout."""
+reports itself the active controller throughout.  The web console (``kbroker console``
+against the cluster) shows the same: three brokers, then the ISR without the dead one."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.compat.broker_process import BrokerProcess, free_port
+from tests.console.helpers import ConsoleProcess, cells, get
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -54,6 +56,31 @@ def live_sum(cluster: Cluster, name: str) -> float:
     return sum(scrape(cluster.metrics_ports[b])[name] for b, p in cluster.brokers.items() if p.alive())
 
 
+def check_console(cluster: Cluster, base: str, solo_on_3: int) -> None:
+    """Before and after broker 3 is killed, as the console shows it (through the protocol)."""
+    brokers = cells(get(base + "brokers"), "brokers")
+    assert [r[0] for r in brokers] == ["1", "2", "3"]
+    controller, _ = cluster.controller()
+    assert [r[0] for r in brokers if r[4] == "controller"] == [str(controller)]
+    rows = cells(get(f"{base}topics/{REPLICATED}"), "partitions")
+    assert [sorted(r[3].split(",")) for r in rows] == [["1", "2", "3"]] * 3
+    assert [r[5] for r in rows] == ["ok"] * 3
+
+    cluster.brokers[3].kill()
+
+    def urp_shown() -> bool:
+        rows = cells(get(f"{base}topics/{REPLICATED}"), "partitions")
+        return all(r[5] == "under-replicated" and "3" not in r[3].split(",") and r[1] in ("1", "2")
+                   for r in rows)
+
+    wait_until(urp_shown, "the console to show urp without broker 3 in any ISR", timeout_s=120)
+    solo = {r[0]: r for r in cells(get(f"{base}topics/{SOLO}"), "partitions")}
+    assert solo[str(solo_on_3)][1] == "none"   # no leader: offline
+    summary = dict(cells(get(base), "summary"))
+    assert summary["Under-replicated partitions"] == "3"
+    assert summary["Offline partitions"] == "1"
+
+
 def test_a_stopped_broker_shows_as_under_replicated_and_offline_partitions_until_it_returns(cluster):
     wait_until(lambda: all(len(p.isrs) == 3 for p in partitions(cluster, REPLICATED).values()),
                "urp's ISRs to hold all three brokers")
@@ -63,8 +90,12 @@ def test_a_stopped_broker_shows_as_under_replicated_and_offline_partitions_until
     assert live_sum(cluster, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
     only_on_3 = [i for i, p in partitions(cluster, SOLO).items() if p.replicas == [3]]
     assert len(only_on_3) == 1   # Kafka's assignment puts one of the three partitions on each broker
-
-    cluster.brokers[3].kill()
+    console = ConsoleProcess(cluster.bootstrap)
+    try:
+        check_console(cluster, console.url(), only_on_3[0])
+    finally:
+        assert console.stop() == 0, "".join(console.lines)
+    assert "Traceback" not in "".join(console.lines), "".join(console.lines)
     # every urp partition loses broker 3 from its ISR (the controller removes a dead broker),
     # and broker 1 or 2 leads each: together they report all three
     wait_until(lambda: live_sum(cluster, "kafka_server_replicamanager_underreplicatedpartitions") == 3,
