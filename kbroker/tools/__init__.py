@@ -17,4 +17,6 @@ COMMANDS = {
     "configs": "kbroker.tools.configs:configs",
     "get-offsets": "kbroker.tools.get_offsets:get_offsets",
     "dump-log": "kbroker.tools.dump_log:dump_log_command",
+    "console-producer": "kbroker.tools.console_producer:console_producer",
+    "console-consumer": "kbroker.tools.console_consumer:console_consumer",
 }
