@@ -262,6 +262,9 @@ class Log:
     @property
     def last_stable_offset(self) -> int:
         """LSO: min(first unstable offset, HW).  read_committed consumers read below it."""
+        psm = self.producer_state_manager
+        if not psm.ongoing_txns and not psm.unreplicated_txns:
+            return self.high_watermark  # no transaction in flight (the usual case): no lock
         with self.lock:
             fuo = self.first_unstable_offset
             hw = self.high_watermark

@@ -478,12 +478,15 @@ class ProducerStateManager:
         return nxt.first_offset if nxt is not None else completed.last_offset + 1
 
     def complete_txn(self, completed: CompletedTxn) -> None:
-        txn = self.ongoing_txns.pop(completed.first_offset, None)
+        txn = self.ongoing_txns.get(completed.first_offset)
         if txn is None:
             raise ValueError(f"Attempted to complete transaction {completed} on partition "
                              f"{self.topic_partition} which was not started")
         txn.last_offset = completed.last_offset
+        # into the second map before leaving the first: Log.last_stable_offset looks at both
+        # without the lock, and must never see neither while the marker is unreplicated
         self.unreplicated_txns[completed.first_offset] = txn
+        del self.ongoing_txns[completed.first_offset]
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
         """Completed transactions whose marker is below the HW no longer hold the LSO back."""
