@@ -14,7 +14,7 @@ topic=...``), counted as totals: Prometheus derives the rates.
 * ``TOPIC_STATS``: per topic, messages and bytes in (records appended by Produce, counted from
   the append's ``LogAppendInfo.record_count`` / the batch's size: records are never decoded),
   bytes out to consumers and to followers (Kafka's BytesOutPerSec and
-  ReplicationBytesOutPerSec), failed produce/fetch requests.
+  ReplicationBytesOutPerSec).
 * ``REQUEST_STATS``: per API key, requests and a latency histogram (seconds, from the request
   being decoded to its response being encoded; a parked Fetch counts its wait, as Kafka's
   TotalTimeMs does).
@@ -37,16 +37,13 @@ LATENCY_BUCKETS_S: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 class TopicStats:
     """Per-topic totals since the process started (Kafka's BrokerTopicMetrics)."""
 
-    __slots__ = ("messages_in", "bytes_in", "bytes_out", "replication_bytes_out",
-                 "failed_produce", "failed_fetch")
+    __slots__ = ("messages_in", "bytes_in", "bytes_out", "replication_bytes_out")
 
     def __init__(self) -> None:
         self.messages_in: dict[str, int] = {}
         self.bytes_in: dict[str, int] = {}
         self.bytes_out: dict[str, int] = {}
         self.replication_bytes_out: dict[str, int] = {}
-        self.failed_produce: dict[str, int] = {}
-        self.failed_fetch: dict[str, int] = {}
 
     def produced(self, topic: str, records: int, size_bytes: int) -> None:
         """A batch of ``records`` records and ``size_bytes`` bytes was appended to ``topic``."""

@@ -6,6 +6,7 @@ a group's lag per partition)."""
 from __future__ import annotations
 
 import time
+import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
+from tests.compat.broker_process import BrokerProcess, free_port
 from tests.console.helpers import ConsoleProcess, cells, get
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(600)]
@@ -97,3 +98,11 @@ def test_console_command_shows_the_same_for_apache_kafka(tmp_path: Path, console
         consumer.close()
     finally:
         kafka.stop()
+
+
+def test_a_page_of_an_unreachable_cluster_answers_502_with_the_reason(console_for):
+    base = console_for(f"127.0.0.1:{free_port()}")   # nothing listens there
+    with pytest.raises(urllib.error.HTTPError) as err:
+        get(base + "topics")
+    assert err.value.code == 502
+    assert "The cluster did not answer" in err.value.read().decode()
