@@ -110,7 +110,11 @@ class Broker:
             self._cleaner = CleanerProcesses(cleaner, cleaner.config.num_threads, cleaner.config.backoff_ms).start()
         self._ticker = asyncio.ensure_future(self._tick())
         self.state.txns.start()  # markers of transactions the load found prepared
-        await self._start_ops_endpoints(listener.bind_host)
+        try:
+            await self._start_ops_endpoints(listener.bind_host)
+        except BaseException:   # e.g. the metrics or console port is taken: stop what started
+            await self.stop_async()
+            raise
         log.info("started (kbroker id=%d) listening on %s:%d", self.config.node_id, self.host, self.port)
         return self
 

@@ -172,8 +172,10 @@ async def topic(request: web.Request) -> web.Response:
                      ends.get((name, p.partition), "-"), human_bytes(sizes.get((name, p.partition)))))
     parts = table(["Partition", "Leader", "Replicas", "ISR", "Offline", "Replication", "Start offset",
                    "End offset", "Size"], rows, "partitions")
+    # the topic's own overrides first, then the rest by name
     crow = [(k, "******" if sensitive else (v if v is not None else "null"),
-             _CONFIG_SOURCES.get(src, str(src))) for k, v, src, _ro, sensitive in configs]
+             _CONFIG_SOURCES.get(src, str(src)))
+            for k, v, src, _ro, sensitive in sorted(configs, key=lambda c: (c[2] != 1, c[0]))]
     edit = (f'<form method="post" action="{esc(url("topics", name, "config"))}" id="edit-config">'
             '<label>Config <input name="key" required></label><label>Value <input name="value"></label>'
             '<button name="op" value="set" type="submit">Set</button>'

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -153,3 +156,16 @@ def test_every_metric_the_grafana_dashboard_queries_is_served(broker_factory):
         served |= set(re.findall(r"(?m)^# TYPE (\S+) ", resp.read().decode()))
     c.close()
     assert sorted(wanted - served) == []
+
+
+def test_a_metrics_port_already_taken_stops_start_up_with_the_address_in_the_message(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "kbroker", "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                            "--override", f"log.dirs={tmp_path / 'data'}", "--override", f"kbroker.metrics.port={port}"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert f"cannot start: [Errno 98] error while attempting to bind on address ('127.0.0.1', {port})" in r.stderr
+    assert "shut down (kbroker id=1) cleanly" in r.stderr   # what had started was stopped first
