@@ -184,19 +184,7 @@ class TxnMarkerSender:
             if inspect.isawaitable(response):
                 response = await response
             return response
-        cluster = getattr(self.state, "cluster", None)
-        if cluster is None:
-            return None
-        info = cluster.cache.broker(broker)
-        if info is None or not info.endpoints:
-            return None
-        e = info.endpoint(self.state.config.listeners[0].name) or info.endpoints[0]
-        if self._links is None:
-            from kbroker.broker_channel import BrokerChannel
-            self._links = BrokerChannel(f"broker-{self.state.node_id}-txn-markers")
-        self._links.update_brokers({**{b: (lk.host, lk.port) for b, lk in self._links.links.items()},
-                                    broker: (e.host, e.port)})
-        fut = self._links.send(broker, request, WRITE_TXN_MARKERS_VERSION)
+        fut = self.send_to_broker(broker, request, WRITE_TXN_MARKERS_VERSION)
         if fut is None:
             return None
         try:  # a timeout cancels the request: its link stops resending it
@@ -208,6 +196,26 @@ class TxnMarkerSender:
             if task is not None and task.cancelling():
                 raise  # the sender itself is stopping
             return None  # the link was closed under the request
+
+    def send_to_broker(self, broker: int, request: Any, version: int) -> asyncio.Future[Any] | None:
+        """Cluster mode: ``request`` to another broker over this sender's inter-broker links
+        (also used for KIP-890 verification, kbroker/txn_verification.py); None when the
+        broker is not known."""
+        cluster = getattr(self.state, "cluster", None)
+        if cluster is None:
+            return None
+        info = cluster.cache.broker(broker)
+        if info is None or not info.endpoints:
+            return None
+        e = info.endpoint(self.state.config.listeners[0].name) or info.endpoints[0]
+        if self._links is None:
+            from kbroker.broker_channel import BrokerChannel
+            self._links = BrokerChannel(f"broker-{self.state.node_id}-txn")
+        link = self._links.links.get(broker)
+        if link is None or (link.host, link.port) != (e.host, e.port):
+            self._links.update_brokers({**{b: (lk.host, lk.port) for b, lk in self._links.links.items()},
+                                        broker: (e.host, e.port)})
+        return self._links.send(broker, request, version)
 
     def close(self) -> None:
         if self._task is not None:

@@ -36,12 +36,13 @@ from typing import TYPE_CHECKING, Any
 from kbroker.producer_ids import ProducerIdsNotReady
 from kbroker.topic_names import TRANSACTION_STATE_TOPIC
 from kbroker.txn_marker_sender import TxnMarkerSender
+from kbroker.txn_verification import TxnVerifier
 from log.errors import LogError
 from log.producer_state import AppendOrigin
 from txn import TransactionCoordinator, TxnConfig
 from txn.coordinator import OnAppended
 from wire.error_codes import ErrorCode
-from wire.record_batch import RecordBatch, build_batch, iter_batches
+from wire.record_batch import build_batch, iter_batches
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -73,6 +74,7 @@ class TxnService:
             TxnConfig.from_properties({k: cfg[k] for k in _CONFIG_KEYS}), state.clock,
             self._store, self._send_markers, self._generate_producer_id)
         self.markers = TxnMarkerSender(state, self.coordinator)
+        self.verifier = TxnVerifier(self)
         self._replicating: set[asyncio.Task[None]] = set()
         self._partitions_fixed = False
         now = state.clock.milliseconds()
@@ -232,39 +234,13 @@ class TxnService:
     # ------------------------------------------------------------ KIP-890 part 1
     def verify_produce(self, transactional_id: str, topic: str, index: int,
                        partition: Any, records: memoryview) -> ErrorCode:
-        """Before a transactional batch is appended: a producer without an ongoing
-        transaction on this partition must have added it to its transaction (Kafka's
-        ``ReplicaManager.appendRecordsWithTransactionVerification``, with
-        ``transaction.partition.verification.enable``), else the batch is refused, so a
-        hanging transaction cannot start from a late or zombie write.  The coordinator is
-        asked directly when this broker is it (always on a single node); in cluster mode a
-        batch whose coordinator is elsewhere is not verified here (NOT_IMPLEMENTED.md).
-        Errors as Kafka answers them to the producer: PRODUCER_FENCED becomes
-        INVALID_PRODUCER_EPOCH, coordinator unavailability NOT_ENOUGH_REPLICAS (retriable)."""
-        if not self.verification_enabled:
-            return ErrorCode.NONE
-        try:
-            batch = RecordBatch(records, 0)
-            if not batch.is_transactional:
-                return ErrorCode.NONE
-            pid, epoch = batch.producer_id, batch.producer_epoch
-        except Exception:  # noqa: BLE001 - a malformed batch is the log's to refuse
-            return ErrorCode.NONE
-        entry = partition.log.producer_state_manager.last_entry(pid)
-        if entry is not None and entry.current_txn_first_offset is not None \
-                and entry.producer_epoch == epoch:
-            return ErrorCode.NONE  # Log.hasOngoingTransaction: verified when it began
-        c = self.coordinator
-        txn_partition = c.partition_for(transactional_id)
-        if txn_partition not in c.owned and txn_partition not in c.loading:
-            return ErrorCode.NONE  # coordinated elsewhere (cluster mode): not verified here
-        error = c.verify_partitions(transactional_id, pid, epoch, [(topic, index)])[(topic, index)]
-        if error is ErrorCode.PRODUCER_FENCED:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        if error in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                     ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS):
-            return ErrorCode.NOT_ENOUGH_REPLICAS
-        return error
+        """Produce's check before appending a transactional batch (kbroker/txn_verification.py)."""
+        return self.verifier.check_local(transactional_id, topic, index, partition, records)
+
+    def remote_verification(self, req: Any, handle: Callable[[], Any]) -> Any:
+        """Cluster mode: an awaitable that verifies with another broker's coordinator and
+        then handles the Produce, or None (kbroker/txn_verification.py)."""
+        return self.verifier.remote_verification(req, handle)
 
     # ------------------------------------------------------------ answers
     def call(self, start: Callable[[Callable[..., None]], None], build: Callable[..., Any]) -> Any:

@@ -115,6 +115,11 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
             return NO_RESPONSE
         return _whole_request_error(req, v, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                     "Transactional Id authorization failed.")
+    if req.transactional_id is not None and req.acks != 0 and getattr(state, "cluster", None) is not None:
+        # KIP-890 part 1 with the coordinator on another broker: ask it first, then handle
+        pending = state.txns.remote_verification(req, lambda: handle_produce(ctx, req))
+        if pending is not None:
+            return pending
     valid_acks = req.acks in (-1, 0, 1)
     cluster = getattr(state, "cluster", None)
     awaiting: dict[tuple[str, int], int] = {}   # acks=all in cluster mode: tp -> offset the HW must reach

@@ -14,7 +14,15 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from kbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic
-from wire.messages import FindCoordinatorRequest
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    ProduceRequest,
+)
+from wire.record_batch import build_batch
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -106,3 +114,41 @@ def test_transactions_commit_and_abort_across_brokers_and_survive_a_kill_9_of_th
         p.commit_transaction(60)
     assert _read_committed(cluster, "txn-out", 9) == sorted(
         f"{i}-{part}".encode() for i in (0, 2, 3) for part in range(3))
+
+
+def test_a_leader_verifies_a_transactional_write_with_the_coordinator_on_another_broker(cluster):
+    """KIP-890 part 1 across brokers: the partition's leader asks the id's coordinator
+    (AddPartitionsToTxn v4 verify_only) before appending a producer's first batch."""
+    create_topic(cluster, "txn-verify", 3, assignment=[[1], [2], [3]])
+    txn_id = "txn-verify-1"
+    wait_until(lambda: _txn_coordinator(cluster, txn_id) > 0, "the id's coordinator")
+    coordinator = _txn_coordinator(cluster, txn_id)
+    leader = next(b for b in (1, 2, 3) if b != coordinator)
+    part = leader - 1  # txn-verify-<n> is led by broker n + 1
+
+    def call(broker: int, msg, version: int):
+        return asyncio.run(send_once("127.0.0.1", cluster.brokers[broker].port, msg, version, "test"))
+
+    init = call(coordinator, InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60000,
+                                                    producer_id=-1, producer_epoch=-1), 4)
+    assert init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def produce(seq: int) -> int:
+        batch = build_batch([(b"k", b"v", [], None)], producer_id=pid, producer_epoch=epoch,
+                            base_sequence=seq, is_transactional=True)
+        resp = call(leader, ProduceRequest(transactional_id=txn_id, acks=-1, timeout_ms=30000, topic_data=[
+            ProduceRequest.TopicProduceData(name="txn-verify", partition_data=[
+                ProduceRequest.PartitionProduceData(index=part, records=batch)])]), 9)
+        return resp.responses[0].partition_responses[0].error_code
+
+    assert produce(0) == ErrorCode.INVALID_TXN_STATE
+    added = call(coordinator, AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="txn-verify", partitions=[part])]),
+        3)
+    assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    assert produce(0) == 0
+    ended = call(coordinator, EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
+                                            committed=False), 3)
+    assert ended.error_code == 0
