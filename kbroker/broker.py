@@ -162,6 +162,8 @@ class Broker:
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
+        if self.state is not None:
+            await self.state.txns.stop()  # the marker sender's task
         for server in self._servers:
             server.close()
             await server.wait_closed()

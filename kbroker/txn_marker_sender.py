@@ -217,6 +217,16 @@ class TxnMarkerSender:
                                         broker: (e.host, e.port)})
         return self._links.send(broker, request, version)
 
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        self.close()
+
     def close(self) -> None:
         if self._task is not None:
             self._task.cancel()

@@ -140,8 +140,10 @@ class TxnService:
             return 0
         count = 0
         offset = partition.log_start_offset
-        while offset < partition.high_watermark:
-            data = partition.read(offset, 1 << 20, True).records
+        # up to the log end, as Kafka's loader reads (FetchIsolation.LOG_END): a new leader's
+        # high watermark may still trail records its followers are about to confirm
+        while offset < partition.log_end_offset:
+            data = partition.read(offset, 1 << 20, True, to_log_end=True).records
             if not data:
                 break
             for batch in iter_batches(data):
@@ -279,3 +281,7 @@ class TxnService:
 
     def close(self) -> None:
         self.markers.close()
+
+    async def stop(self) -> None:
+        """On the loop, before the state shuts down: the marker sender's task ends."""
+        await self.markers.stop()
