@@ -336,6 +336,8 @@ def dump_log_command(files: str, deep_iteration: bool, print_data_log: bool, off
                 click.echo(f"Ignoring unknown file {name}", err=True)
         except FileNotFoundError as e:
             raise click.ClickException(f"{e.filename} (No such file or directory)") from None
+        except ValueError:  # the name is not <base offset>.<suffix>; Kafka's Long.parseLong message
+            raise click.ClickException(f'For input string: "{path.name.split(".")[0]}"') from None
     err = sys.stderr
     sys.stdout.flush()
     for fname, by_offset in mismatches.items():
