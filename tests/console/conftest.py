@@ -5,6 +5,7 @@ headless Chromium from Debian (``chromium`` + ``chromium-driver``, installed by
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -90,19 +91,25 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def screenshot(browser) -> Callable[[str], Path]:
-    """Save the whole page as docs/screenshots/<name>.png (committed; the README shows them)."""
+def screenshot(browser, tmp_path_factory) -> Callable[[str], Path]:
+    """Save the whole page as <name>.png: into docs/screenshots/ (committed; the README shows
+    them) when KBROKER_UPDATE_SCREENSHOTS=1, else into the test's temporary directory, so an
+    ordinary test run leaves the work tree as it was."""
+    into = SCREENSHOTS if os.environ.get("KBROKER_UPDATE_SCREENSHOTS") == "1" \
+        else tmp_path_factory.mktemp("screenshots")
+
     def take(name: str) -> Path:
         height = int(browser.execute_script("return document.documentElement.scrollHeight"))
         # headless Chromium keeps its viewport on a window resize: size the page itself
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
             "width": 1360, "height": max(600, min(height, 2400)), "deviceScaleFactor": 1, "mobile": False})
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        path = SCREENSHOTS / f"{name}.png"
+        into.mkdir(parents=True, exist_ok=True)
+        path = into / f"{name}.png"
         try:
             browser.save_screenshot(str(path))
         finally:
             browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        assert path.stat().st_size > 10_000   # a real page, not a blank one
         return path
     return take
 
