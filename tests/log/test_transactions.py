@@ -280,3 +280,31 @@ def test_transaction_index_search_stops_at_an_entry_whose_lso_passes_the_bound(t
     assert [t.producer_id for t in r.aborted_transactions] == [2, 3] and not r.is_complete
     with pytest.raises(ValueError):
         idx.append(AbortedTxn(4, 0, 25, 26))
+
+
+def test_a_log_cut_at_every_byte_of_an_abort_marker_recovers_a_consistent_txnindex_and_lso(tmp_path):
+    log = open_log(tmp_path)
+    log.append_as_leader(txn_batch(100, 0))        # 0-1
+    marker_start = log.active_segment().size()
+    marker(log, 100, commit=False)                 # 2
+    marker_end = log.active_segment().size()
+    log.flush()
+    log.close()
+    path = os.path.join(log.dir, "00000000000000000000.log")
+    with open(path, "rb") as f:
+        whole = f.read()
+    for cut in range(marker_start, marker_end + 1):
+        with open(path, "wb") as f:
+            f.write(whole[:cut])
+        idx = os.path.join(log.dir, "00000000000000000000.txnindex")
+        with open(idx, "wb") as f:   # what the crash left: the entry, whatever the .log kept
+            f.write(struct.pack(">hqqqq", 0, 100, 0, 2, 3))
+        recovered = reopen(log, clean=False)
+        if cut == marker_end:
+            assert recovered.log_end_offset == 3 and recovered.last_stable_offset == 3
+            assert txnindex_files(recovered) == {"00000000000000000000.txnindex": struct.pack(">hqqqq", 0, 100, 0, 2, 3)}
+        else:   # the marker is gone: the transaction is open again and nothing is indexed
+            assert recovered.log_end_offset == 2 and recovered.last_stable_offset == 0
+            assert txnindex_files(recovered) == {"00000000000000000000.txnindex": b""}
+        recovered.close()
+        log = recovered
