@@ -37,6 +37,7 @@ from log.files import (
     log_file,
     offset_index_file,
     time_index_file,
+    txn_index_file,
 )
 from log.scheduler import Scheduler
 from log.segment import LogSegment
@@ -160,7 +161,8 @@ class LocalLog:
         elif active is not None and new_offset < active.base_offset:
             raise KafkaStorageError(f"Trying to roll a new log segment for topic partition {self.topic_partition} with start offset {new_offset} lower than start offset of the active segment {active}")
         else:
-            for path in (log_file(self.dir, new_offset), offset_index_file(self.dir, new_offset), time_index_file(self.dir, new_offset)):
+            for path in (log_file(self.dir, new_offset), offset_index_file(self.dir, new_offset),
+                         time_index_file(self.dir, new_offset), txn_index_file(self.dir, new_offset)):
                 if os.path.exists(path):
                     _log.warning("Newly rolled segment file %s already exists; deleting it first", path)
                     os.remove(path)
