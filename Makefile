@@ -27,8 +27,9 @@ run: $(VENV)/.run-installed
 	$(PY) -m kbroker serve --override log.dirs=./data
 
 ## test: install everything the tests need, then run lint and every test
-test: $(VENV)/.test-installed deps-system spark-jars zookeeper-jars lint
+test: $(VENV)/.test-installed deps-system spark-jars zookeeper-jars kafka-jars lint
 	$(PY) -m pytest
+	$(PY) -m pytest examples  # the example project using the pytest plugin (examples/README.md)
 
 ## deps-system: system packages the tests run (kcat for the compat tests; ip and iptables, from
 ## iproute2 and iptables, for the network-partition tests in tests/cluster; chromium and
