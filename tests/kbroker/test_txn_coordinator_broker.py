@@ -28,6 +28,8 @@ from wire.messages import (
     FindCoordinatorResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
     ListTransactionsRequest,
     ListTransactionsResponse,
     ProduceRequest,
@@ -102,6 +104,14 @@ class Client:
                 assert d.transaction_state == state
                 return d
             time.sleep(0.05)
+
+    def last_stable_offset(self, topic: str, part: int) -> int:
+        """ListOffsets latest with isolation level 1 (read_committed): the LSO."""
+        resp = self.call(ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+                ListOffsetsRequest.ListOffsetsPartition(partition_index=part, timestamp=-1)])]),
+            5, ListOffsetsResponse)
+        return resp.topics[0].partitions[0].offset
 
     def create_topic(self, name: str, partitions: int) -> None:
         resp = self.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
@@ -185,9 +195,11 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fe
     pid = c.init("tx", timeout_ms=1000).producer_id
     assert c.add("tx", pid, 0, "t", 0) == [0]
     assert c.produce("tx", pid, 0, 0, "t", 0) == 0
+    assert c.last_stable_offset("t", 0) == 0   # the open transaction holds the LSO
     d = c.wait_state("tx", "CompleteAbort")
     assert (d.producer_id, d.producer_epoch) == (pid, 1)
     assert c.end("tx", pid, 0, True) == E.PRODUCER_FENCED
+    assert c.last_stable_offset("t", 0) == 2   # the record and its ABORT marker
 
 
 def test_list_transactions_filters_by_state_and_reports_unknown_filters(broker):
