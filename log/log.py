@@ -382,7 +382,7 @@ class Log:
             info = updated.get(h.producer_id)
             if info is None:
                 info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
-            marker = control_record_type(result.records, batch_position, h) if h.is_control else None
+            marker = control_record_type(result.records, batch_position, h) if h.is_control and h.record_count else None
             txn = info.append(h, marker)
             if txn is not None:
                 completed_txns.append(txn)

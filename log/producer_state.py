@@ -289,6 +289,9 @@ class ProducerAppendInfo:
         Returns the transaction a marker completed (None for data and for a marker of a
         producer with no open transaction)."""
         if header.is_control:
+            if header.record_count == 0:
+                # the cleaner emptied it: its whole transaction is gone (Kafka does nothing)
+                return None
             return self._append_end_txn_marker(header, marker)
         self._append_data_batch(header)
         return None

@@ -39,7 +39,8 @@ def rebuild_producer_state(psm: ProducerStateManager, segments: LogSegments, log
                 continue
             completed = []
             for position, h in seg.log.batch_headers_from(begin.position, max_position):
-                marker = read_control_record_type(seg.log, position, h) if h.is_control and h.has_producer_id else None
+                marker = read_control_record_type(seg.log, position, h) \
+                    if h.is_control and h.has_producer_id and h.record_count else None
                 txn = psm.load_batch(h, marker)
                 if txn is not None:
                     completed.append(txn)

@@ -310,7 +310,8 @@ class LogSegment:
     def _update_producer_state(self, psm, header: BatchHeader, buf, rel: int) -> None:
         """Replay one batch into ``psm``; a transaction marker completes its transaction and
         an ABORT adds its entry to the txn index (Kafka's ``LogSegment.updateProducerState``)."""
-        completed = psm.load_batch(header, control_record_type(buf, rel, header) if header.is_control else None)
+        marker = control_record_type(buf, rel, header) if header.is_control and header.record_count else None
+        completed = psm.load_batch(header, marker)
         if completed is not None:
             self.update_txn_index(completed, psm.last_stable_offset(completed))
             psm.complete_txn(completed)

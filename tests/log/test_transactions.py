@@ -19,6 +19,7 @@ from log.producer_state import AppendOrigin, read_snapshot
 from log.txn_index import ABORTED_TXN_SIZE, AbortedTxn, TransactionIndex
 from wire.record_batch import (
     ControlRecordType,
+    build_batch,
     build_control_batch,
     decode_control_record,
     iter_batches,
@@ -308,3 +309,18 @@ def test_a_log_cut_at_every_byte_of_an_abort_marker_recovers_a_consistent_txnind
             assert txnindex_files(recovered) == {"00000000000000000000.txnindex": b""}
         recovered.close()
         log = recovered
+
+
+def test_an_empty_control_batch_left_by_the_cleaner_survives_recovery_and_replication(tmp_path):
+    log = open_log(tmp_path)
+    log.append_as_leader(txn_batch(100, 0))        # 0-1
+    empty = bytearray(build_batch([], base_offset=2, producer_id=100, producer_epoch=0, is_transactional=True,
+                                  is_control=True, last_offset_delta=0))
+    log.append_as_follower(empty)                  # 2: a marker whose record the cleaner removed
+    log.append_as_leader(batch(2))                 # 3-4
+    assert log.last_stable_offset == 0             # it ends nothing: the transaction stays open
+    follower = open_log(tmp_path, name="topic-1")
+    follower.append_as_follower(log.read(0, 1 << 20, FetchIsolation.LOG_END).records.read())
+    assert follower.log_end_offset == 5 and follower.last_stable_offset == 0
+    recovered = reopen(log, clean=False)
+    assert recovered.log_end_offset == 5 and recovered.last_stable_offset == 0
