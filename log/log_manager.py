@@ -71,11 +71,26 @@ from log.files import (
 from log.log import Log
 from log.log_cleaner import LogCleaner
 from log.log_dir_checks import LogDirError, missing_partition_dirs, missing_partition_message
+from log.progress import Progress
 from log.scheduler import Scheduler
 
 __all__ = ["LogManager"]
 
 _log = logging.getLogger(__name__)
+
+
+def _partition_log_bytes(d: str) -> dict[str, int]:
+    """Partition directory name -> bytes of its .log segments, for the load's progress lines."""
+    out: dict[str, int] = {}
+    for entry in os.scandir(d):
+        if not entry.is_dir() or entry.name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+            continue
+        try:
+            parse_topic_partition_name(entry.name)
+        except ValueError:
+            continue
+        out[entry.name] = sum(f.stat().st_size for f in os.scandir(entry.path) if f.name.endswith(".log"))
+    return out
 TopicPartition = tuple[str, int]
 LOCK_FILE_NAME = ".lock"
 
@@ -163,6 +178,9 @@ class LogManager:
             missing = missing_partition_dirs(d, set(recovery_points))
             if missing:
                 raise LogDirError(missing_partition_message(d, missing, RECOVERY_POINT_CHECKPOINT_FILE))
+            sizes = _partition_log_bytes(d)
+            progress = Progress(f"Loading logs in {d}" + ("" if clean else " (recovery after an unclean shutdown)"),
+                                len(sizes), sum(sizes.values()), self.clock, _log)
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
                 if not os.path.isdir(path):
@@ -189,6 +207,9 @@ class LogManager:
                     opened.update_high_watermark(high_watermarks.get(tp, 0))
                 with self._logs_lock:
                     self.logs[tp] = opened
+                progress.advance(1, sizes.get(name, 0))
+            if sizes:
+                progress.done()
             # Kafka deletes the marker once the logs are loaded: a crash from now on is unclean
             marker.delete()
         if self.cleaner is None and self.cleaner_config.enable_cleaner:
