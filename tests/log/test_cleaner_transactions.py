@@ -5,6 +5,7 @@ still needed, an open transaction is not cleaned."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 from log.config import CleanerConfig
@@ -126,6 +127,9 @@ def test_an_abort_marker_stays_while_its_data_remains_then_until_delete_retentio
     assert (7, abort_offset, ControlRecordType.ABORT) in _markers(log)
     indexed = [x for seg in log.log_segments() for x in seg.txn_index.all_aborted_txns()]
     assert [(x.producer_id, x.first_offset, x.last_offset) for x in indexed] == [(7, 0, abort_offset)]
+    # on disk too, under the cleaned segment's name (the .txnindex went through .cleaned/.swap)
+    files = {n: open(os.path.join(log.dir, n), "rb").read() for n in os.listdir(log.dir) if n.endswith(".txnindex")}
+    assert files == {"00000000000000000000.txnindex": indexed[0].to_bytes()}
 
     log.append_as_leader(keyed([("g", "1")]))
     log.roll()
