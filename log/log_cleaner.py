@@ -293,9 +293,11 @@ class CleaningJob:
         self.state = JobState.COMMITTED
         self._owner.manager.done_cleaning(self.topic_partition, os.path.dirname(log.dir), out.end_offset)
         s = out.stats
-        _log.info("Cleaned log %s (dirty section = [%d, %d]): %.1f MB read, %.1f MB written in %.2f s, %d -> %d messages",
+        _log.info("Cleaned log %s (dirty section = [%d, %d]): %.1f MB read, %.1f MB written in %.2f s "
+                  "(%.1f MB/s), %d -> %d messages",
                   self.topic_partition, self.to_clean.first_dirty_offset, out.end_offset, s.bytes_read / 1e6,
-                  s.bytes_written / 1e6, s.elapsed_s, s.messages_read, s.messages_written)
+                  s.bytes_written / 1e6, s.elapsed_s, s.bytes_read / 1e6 / s.elapsed_s if s.elapsed_s > 0 else 0.0,
+                  s.messages_read, s.messages_written)
         return CleanResult(self.topic_partition, self.to_clean.first_dirty_offset, out.end_offset, True,
                            segments_replaced=len(swap_old), groups_dropped=dropped, stats=s)
 

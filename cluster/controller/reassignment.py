@@ -27,6 +27,7 @@ ListPartitionReassignments (key 46) answers from the context.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 
 from cluster import znodes
@@ -51,6 +52,9 @@ __all__ = [
     "maybe_resume",
     "zk_reassignment",
 ]
+
+# progress of reassignments, one line as each partition starts moving and as it completes
+_log = logging.getLogger("kbroker.controller.reassignment")
 
 # (error code, message or None) per partition: what AlterPartitionReassignments answers.
 ReassignmentResult = tuple[int, str | None]
@@ -198,6 +202,9 @@ def _on_partition_reassignment(step: Step, tp: TopicPartition, reassignment: Rep
     topic_deletion.mark_topic_ineligible(step, {tp[0]})
     _update_current_reassignment(step, tp, reassignment)
     if not _is_complete(step, tp, reassignment):
+        _log.info("Reassigning %s-%d to %s (adding %s, removing %s): %d partition(s) being reassigned",
+                  tp[0], tp[1], _seq(reassignment.target), _seq(reassignment.adding), _seq(reassignment.removing),
+                  len(ctx.partitions_being_reassigned))
         _update_leader_epoch_and_send(step, tp, reassignment)  # A1
         for r in reassignment.adding:  # A2, one replica at a time as Kafka does
             handle_replica_state_changes(step, [(tp[0], tp[1], r)], ReplicaState.NEW)
@@ -211,6 +218,8 @@ def _on_partition_reassignment(step: Step, tp: TopicPartition, reassignment: Rep
     _write_topic(step, tp[0])  # B6
     _maybe_remove_from_zk(step, lambda p, replicas: p == tp and tuple(replicas) == completed.replicas)  # B7
     ctx.partitions_being_reassigned.discard(tp)
+    _log.info("Reassignment of %s-%d completed: replicas %s; %d partition(s) still being reassigned",
+              tp[0], tp[1], _seq(completed.replicas), len(ctx.partitions_being_reassigned))
     step.batch.add_update_metadata(sorted(ctx.live_or_shutting_down_ids()), [tp])  # B8
     step.flush()
     topic_deletion.resume_deletion_for_topics(step, {tp[0]})
