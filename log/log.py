@@ -19,6 +19,12 @@ Read path (``read``): OFFSET_OUT_OF_RANGE below the log start offset or above th
 starting with the batch that contains the offset, bounded by the HW (or LEO) and by
 ``max_bytes`` except that the first batch is always whole (KIP-74).
 
+Transactions: producer state (producer_state.py) tracks each producer's open transaction;
+a marker (``append_control_batch``, origin COORDINATOR; or a follower's copy) completes it,
+and an ABORT is written to the active segment's ``.txnindex`` with the LSO of that moment.
+``last_stable_offset`` = min(first unstable offset, HW); a ``TXN_COMMITTED`` read stops
+there and carries ``aborted_transactions`` for the range read (``collect_aborted_transactions``).
+
 Leader epochs: ``leader_epoch_cache`` (leader_epoch_cache.py, the partition's
 ``leader-epoch-checkpoint``) maps each leader epoch to its first offset.  The partition layer
 assigns its epoch when it leads (``maybe_assign_epoch_start_offset``, Kafka's makeLeader);
