@@ -217,8 +217,11 @@ class KafkaConnection(asyncio.Protocol):
             return
         key, version = header.request_api_key, header.request_api_version
         entry = REGISTRY.get(key)
-        if entry is None and self.state.cluster is not None:
-            entry = INTER_BROKER.get(key)   # cluster mode: the controller's requests
+        if (entry is None or not entry.min_version <= version <= entry.max_version) \
+                and self.state.cluster is not None:
+            # cluster mode: the controller's requests, and brokers' versions of client APIs
+            # that are not advertised (AddPartitionsToTxn v4 verify_only)
+            entry = INTER_BROKER.get(key) or entry
         if entry is None:
             self._abort(f"unknown api key {key}")
             return

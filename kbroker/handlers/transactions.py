@@ -1,12 +1,14 @@
 """The transaction coordinator's APIs (txn/coordinator.py through kbroker/txn_service.py):
-AddPartitionsToTxn (24) 0-4, AddOffsetsToTxn (25) 0-3, EndTxn (26) 0-3,
+AddPartitionsToTxn (24) 0-3 (v4 for brokers only), AddOffsetsToTxn (25) 0-3, EndTxn (26) 0-3,
 DescribeTransactions (65) 0, ListTransactions (66) 0-1, and FindCoordinator key type 1
 (``transaction_coordinator``, called from kbroker/handlers/groups.py).
 
 Versions: v0-3 of AddPartitionsToTxn are the client form (one transaction; one error for
 every partition, or per partition UNKNOWN_TOPIC_OR_PARTITION for partitions the broker does
 not know and OPERATION_NOT_ATTEMPTED for the rest, as KafkaApis); v4 is the brokers'
-batched form, with ``verify_only`` for KIP-890 produce verification.  v5 and EndTxn v4-5
+batched form, with ``verify_only`` for KIP-890 produce verification, served in cluster
+mode and never advertised (kafka-python infers the broker's version from the highest
+AddPartitionsToTxn version: 4 would make it a 3.6 broker).  v5 and EndTxn v4-5
 (TRANSACTION_ABORTABLE, transaction version 2) are not offered, so clients use
 transaction version 1.  Older versions get INVALID_PRODUCER_EPOCH where Kafka says
 PRODUCER_FENCED (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn below v2).
@@ -18,7 +20,7 @@ import logging
 from typing import Any
 
 from kbroker import zk_admin
-from kbroker.registry import REGISTRY
+from kbroker.registry import INTER_BROKER, REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import TRANSACTION_STATE_TOPIC
 from kbroker.txn_service import topic_configs
@@ -69,10 +71,8 @@ def _partition_exists(ctx: RequestContext, topic: str, index: int) -> bool:
 
 
 # ---------------------------------------------------------------- AddPartitionsToTxn
-@REGISTRY.register(24, 0, 4)
+@REGISTRY.register(24, 0, 3)
 def handle_add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Any:
-    if ctx.api_version >= 4:
-        return _add_partitions_batched(ctx, req)
     version = ctx.api_version
     svc = ctx.broker.txns
     partitions = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
@@ -93,8 +93,11 @@ def handle_add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnReq
         req.v3_and_below_producer_epoch, set(partitions), respond), build)
 
 
-async def _add_partitions_batched(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Any:
-    """v4+: several transactions (from brokers); ``verify_only`` checks without adding."""
+@INTER_BROKER.register(24, 4, 4)
+async def handle_add_partitions_to_txn_batched(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Any:
+    """v4: several transactions, from brokers (cluster mode only, not advertised: a client
+    does not send it, and kafka-python would infer a 3.6 broker from it); ``verify_only``
+    checks without adding (KIP-890 part 1, kbroker/txn_verification.py)."""
     svc = ctx.broker.txns
     results = []
     for txn in req.transactions:
