@@ -9,7 +9,8 @@ Exchange (``,``-separated attributes; user names escape ``,`` as ``=2C`` and ``=
 
 AuthMessage = client-first-bare "," server-first "," client-final-without-proof.  The proof is
 ClientKey XOR HMAC(StoredKey, AuthMessage); the server checks H(ClientKey) == StoredKey.  Each
-exchange makes a fresh server nonce, so a replayed client-final fails.  Every failure is a
+exchange makes a fresh server nonce, so a replayed client-final fails (the final nonce must
+end with this exchange's nonce, as Kafka checks).  Every failure is a
 SaslFailure: Kafka never tells the client whether the user exists.  Delegation tokens
 (``tokenauth=true``) are not served.
 """
@@ -29,6 +30,16 @@ _CLIENT_FIRST = re.compile(r"^(?P<gs2>[ny]),(a=(?P<authzid>[^,]*))?,(?P<bare>n=(
                            r"r=(?P<nonce>[^,]*)(?P<ext>(,[^,]*)*))$", re.S)
 _CLIENT_FINAL = re.compile(r"^(?P<without>c=(?P<channel>[^,]*),r=(?P<nonce>[^,]*)(,[^,]*)*?),"
                            r"p=(?P<proof>[^,]*)$", re.S)
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
 
 
 def _sasl_name_to_user(name: str) -> str:
@@ -83,7 +94,8 @@ class ScramServer:
         self.username = user
         self._cred = cred
         self._client_first_bare = m.group("bare")
-        self._nonce = client_nonce + secrets.token_urlsafe(24)
+        # Kafka's ScramFormatter.secureRandomString: a 130-bit random number in base 36
+        self._nonce = client_nonce + _base36(secrets.randbits(130))
         self._server_first = (f"r={self._nonce},s={base64.b64encode(cred.salt).decode()},"
                               f"i={cred.iterations}")
         self._step = 1
@@ -94,7 +106,9 @@ class ScramServer:
         m = _CLIENT_FINAL.match(text)
         if m is None:
             raise SaslFailure("Invalid SCRAM client final message")
-        if m.group("nonce") != self._nonce:
+        # Kafka checks endsWith, not equality: older librdkafka (e.g. Debian's kcat) sends its
+        # own nonce again in front of the combined one, and Kafka accepts it
+        if not m.group("nonce").endswith(self._nonce):
             raise SaslFailure("Invalid client nonce in the final client message.")
         try:
             proof = base64.b64decode(m.group("proof"), validate=True)
