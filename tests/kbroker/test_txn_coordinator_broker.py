@@ -18,6 +18,8 @@ from wire.headers import decode_response, encode_request
 from wire.messages import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DescribeTransactionsRequest,
@@ -232,3 +234,15 @@ def test_the_transaction_state_survives_a_restart(broker):
     while (r := c.init("tx")).error_code == E.CONCURRENT_TRANSACTIONS and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (r.error_code, r.producer_id, r.producer_epoch) == (0, pid, 2)
+
+
+def test_api_versions_advertises_transaction_version_1_ranges_only(broker):
+    """TV1: no InitProducerId v5 / EndTxn v4-5 / AddPartitionsToTxn v4-5 (v4 is for brokers),
+    no transaction.version feature, so every client keeps to what is served."""
+    _, c = broker()
+    resp = c.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
+                  ApiVersionsResponse)
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert {k: keys.get(k) for k in (22, 24, 25, 26, 65, 66)} == {
+        22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 65: (0, 0), 66: (0, 1)}
+    assert "transaction.version" not in {f.name for f in resp.finalized_features}
