@@ -113,8 +113,8 @@ class AclFileStore:
                 table[pattern] = entries
         return table
 
-    def store(self, table: AclTable, changed: list[ResourcePattern]) -> Future[None]:
-        """Write the whole table; done once durable.  (``changed``: for the ZooKeeper store.)"""
+    def store(self, table: AclTable, changes: Any) -> Future[None]:
+        """Write the whole table; done once durable.  (``changes``: for the ZooKeeper store.)"""
         return self._writer.write({znode_path(p): encode_acls(e) for p, e in table.items() if e})
 
     def close(self) -> None:

@@ -73,9 +73,13 @@ _ALLOWING: dict[int, frozenset[int]] = {
 }
 
 
+# What a change did to each pattern it touched: (entries added, entries removed).
+Changes = dict[ResourcePattern, tuple[set[AccessControlEntry], set[AccessControlEntry]]]
+
+
 class AclStore(Protocol):
     def load(self) -> AclTable: ...
-    def store(self, table: AclTable, changed: list[ResourcePattern]) -> Future[None]: ...
+    def store(self, table: AclTable, changes: Changes) -> Future[None]: ...
     def close(self) -> None: ...
 
 
@@ -102,6 +106,9 @@ class AclAuthorizer:
         else:
             self._table.pop(pattern, None)
         self._reindex()
+
+    def pattern_count(self) -> int:
+        return len(self._table)
 
     def _reindex(self) -> None:
         prefixed: dict[int, list[ResourcePattern]] = {}
@@ -185,7 +192,7 @@ class AclAuthorizer:
         """Add the valid bindings; per binding its error (code, message) or None, and the
         store's future (None when nothing changed)."""
         errors: list[tuple[int, str] | None] = []
-        changed: dict[ResourcePattern, None] = {}
+        changes: Changes = {}
         for b in bindings:
             err = binding_invalid_reason(b)
             errors.append(err)
@@ -193,18 +200,18 @@ class AclAuthorizer:
                 current = self._table.get(b.pattern, frozenset())
                 if b.entry not in current:
                     self._table[b.pattern] = current | {b.entry}
-                    changed[b.pattern] = None
-        if not changed:
+                    changes.setdefault(b.pattern, (set(), set()))[0].add(b.entry)
+        if not changes:
             return errors, None
         self._reindex()
-        return errors, self.store.store(self._table, list(changed))
+        return errors, self.store.store(self._table, changes)
 
     def delete_acls(self, filters: list[AclBindingFilter]) -> tuple[list[list[AclBinding]], Future[None] | None]:
         """Remove what each filter matches; per filter the bindings it removed (a binding
         matched by two filters is reported by the first, as Kafka does), and the store's
         future (None when nothing changed)."""
         results: list[list[AclBinding]] = []
-        changed: dict[ResourcePattern, None] = {}
+        changes: Changes = {}
         for flt in filters:
             removed = self.acls(flt)
             for b in removed:
@@ -213,12 +220,12 @@ class AclAuthorizer:
                     self._table[b.pattern] = left
                 else:
                     del self._table[b.pattern]
-                changed[b.pattern] = None
+                changes.setdefault(b.pattern, (set(), set()))[1].add(b.entry)
             results.append(removed)
-        if not changed:
+        if not changes:
             return results, None
         self._reindex()
-        return results, self.store.store(self._table, list(changed))
+        return results, self.store.store(self._table, changes)
 
     def close(self) -> None:
         self.store.close()

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from cluster import znodes
 from cluster.coordination import CoordinationError, NodeExistsError, NoNodeError, SessionState
 from cluster.metadata_image import BrokerInfo
+from kbroker.acl_zk_store import start_in_cluster as start_acls_in_cluster
 from kbroker.alter_partition_manager import AlterPartitionManager
 from kbroker.broker_channel import send_once
 from kbroker.broker_state import new_cluster_id
@@ -143,6 +144,7 @@ class ClusterRuntime:
         self.zk.add_session_listener(self._on_session)
         self.configs = ConfigChangeListener(state, self.zk)
         await self.configs.start()
+        await start_acls_in_cluster(state)   # ACLs live in ZooKeeper (kbroker/acl_zk_store.py)
         self.runner.start()
 
     # -- session -------------------------------------------------------------------------
@@ -180,6 +182,7 @@ class ClusterRuntime:
         self.runner.session_renewed()
         if self.configs is not None:
             self._spawn(self.configs.start())  # the new session has none of our watches
+            self._spawn(start_acls_in_cluster(self.state))
 
     # -- queries -------------------------------------------------------------------------
 
