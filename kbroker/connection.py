@@ -165,6 +165,7 @@ class KafkaConnection(asyncio.Protocol):
 
             try:
                 self.principal = peer_principal(transport, self._listener.principal_rules)
+                log.debug("TLS connection from %s on %s is %s", self.peer, self.listener_name, self.principal)
             except ValueError as e:   # no ssl.principal.mapping.rules rule applies
                 self._abort(f"SSL authentication failed: {e}")
 

@@ -19,12 +19,13 @@ MECHANISMS = tuple(USERS)
 
 
 def start_secure_broker(data_dir, certs: str | None = None, log_level: str | None = None,
-                        **extra: str) -> BrokerProcess:
+                        extra_listeners: dict[str, int] | None = None, **extra: str) -> BrokerProcess:
     """A broker whose PLAINTEXT listener is ``.port``; ``.ports[name]`` for the others."""
     b = BrokerProcess(data_dir, log_level=log_level)
     ports = {"PLAINTEXT": b.port, "SASL_PLAINTEXT": free_port()}   # the first: the one logged
     if certs is not None:
         ports.update(SSL=free_port(), SASL_SSL=free_port())
+    ports.update(extra_listeners or {})
     listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items())
     b.overrides.update({
         "listeners": listeners,
