@@ -2,8 +2,11 @@
 
 Nothing here runs per request: the hot-path totals are plain dicts (kbroker/metrics.py) and
 everything else is read from the broker's in-memory state at scrape time (partitions' sizes
-and offsets, the ISR, the controller, groups and their committed offsets).  No file is read
-and nothing blocks: a scrape of a broker with N partitions and G groups costs O(N + offsets).
+and offsets, the ISR, the controller, groups and their committed offsets).  No file is read.
+A scrape is two steps: :meth:`BrokerCollector.snapshot` copies plain numbers on the event
+loop (about 8 ms for 2,000 partitions and 2,000 committed offsets on this project's 2-core
+machine), :meth:`BrokerCollector.families` builds the Prometheus families from them in any
+thread (kbroker/metrics_server.py runs it and the text encoding in a worker thread).
 
 Names follow Kafka's JMX beans as the Prometheus JMX exporter's Kafka rules lower-case them
 (``kafka.server<type=BrokerTopicMetrics, name=MessagesInPerSec, topic=t>`` ->
@@ -22,6 +25,7 @@ it coordinates, per partition it hosts (lag = high watermark - committed offset,
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import (
@@ -54,169 +58,207 @@ def _counter(name: str, doc: str, label: str, values: dict[str, int]) -> Counter
     return fam
 
 
+@dataclass
+class Snapshot:
+    """Plain numbers copied from the broker on the event loop; turning them into Prometheus
+    families and text (the costly part: ~14,000 samples for 2,000 partitions and as many
+    committed offsets) then runs in a worker thread, off the loop."""
+
+    messages_in: dict[str, int]
+    bytes_in: dict[str, int]
+    bytes_out: dict[str, int]
+    replication_bytes_out: dict[str, int]
+    requests: dict[int, list]                      # api key -> [count, sum, buckets...]
+    isr_shrinks: int
+    isr_expands: int
+    running: bool = False                          # False: stopping, only the totals above
+    partitions: int = 0
+    leaders: int = 0
+    under_replicated: int = 0
+    under_min_isr: int = 0
+    active_controller: int = 0
+    offline: int = 0
+    # (topic, partition, size, log end offset, log start offset, segments, high watermark)
+    logs: list[tuple[str, int, int, int, int, int, int]] = field(default_factory=list)
+    retention_passes: int = 0
+    cleanings: int = 0
+    groups_by_state: dict[str, int] = field(default_factory=dict)
+    offsets: int = 0
+    # (group, topic, partition, committed offset, lag or -1 when the partition is not here)
+    lags: list[tuple[str, str, int, int, int]] = field(default_factory=list)
+    connections: dict[str, int] = field(default_factory=dict)
+
+
 class BrokerCollector(Collector):
-    """Everything ``/metrics`` shows for one broker (``broker``: kbroker.broker.Broker)."""
+    """Everything ``/metrics`` shows for one broker (``broker``: kbroker.broker.Broker).
+    :meth:`snapshot` reads the broker (call it on the event loop); :meth:`families` builds
+    the Prometheus families from a snapshot (any thread)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
-        yield from self._topic_metrics()
-        yield from self._request_metrics()
-        state = self.broker.state
-        if state is None:   # stopping: only the process-wide totals
-            return
-        yield from self._replica_metrics(state)
-        yield from self._log_metrics(state)
-        yield from self._group_metrics(state)
-        yield from self._socket_metrics(state)
+        return self.families(self.snapshot())
 
-    # ------------------------------------------------------------ BrokerTopicMetrics
-    def _topic_metrics(self) -> Iterator[Metric]:
-        s = TOPIC_STATS
+    # ------------------------------------------------------------ on the loop: copy numbers
+    def snapshot(self) -> Snapshot:
+        t = TOPIC_STATS
+        snap = Snapshot(dict(t.messages_in), dict(t.bytes_in), dict(t.bytes_out),
+                        dict(t.replication_bytes_out),
+                        {k: list(v) for k, v in REQUEST_STATS.by_key.items()},
+                        ISR_STATS.shrinks, ISR_STATS.expands)
+        state = self.broker.state
+        if state is None:
+            return snap
+        snap.running = True
+        self._replicas(state, snap)
+        for (topic, index), p in state.partitions.items():
+            lg = p.log
+            snap.logs.append((topic, index, lg.size(), lg.log_end_offset, lg.log_start_offset,
+                              lg.number_of_segments(), lg.high_watermark))
+        snap.logs.sort()
+        snap.retention_passes = state.log_manager.retention_passes
+        snap.cleanings = getattr(getattr(self.broker, "_cleaner", None), "jobs", 0)
+        coordinator = state.groups.coordinator
+        for g in coordinator.groups.values():
+            snap.groups_by_state[str(g.state)] = snap.groups_by_state.get(str(g.state), 0) + 1
+        for group_id, by_tp in coordinator.offsets.offsets.items():
+            snap.offsets += len(by_tp)
+            for (topic, index), om in by_tp.items():
+                p = state.partitions.get((topic, index))
+                lag = max(0, p.log.high_watermark - om.offset) if p is not None else -1
+                snap.lags.append((group_id, topic, index, om.offset, lag))
+        snap.lags.sort()
+        for conn in list(state.connections):
+            name = getattr(conn, "listener_name", None) or "PLAINTEXT"
+            snap.connections[name] = snap.connections.get(name, 0) + 1
+        for listener in self.broker.config.listeners:
+            snap.connections.setdefault(listener.name, 0)
+        return snap
+
+    @staticmethod
+    def _replicas(state: Any, snap: Snapshot) -> None:
+        cluster = state.cluster
+        snap.partitions = len(state.partitions)
+        for p in state.partitions.values():
+            rep = getattr(p, "replication", None)
+            if cluster is None:
+                snap.leaders += 1      # a single node leads every partition, fully replicated
+                continue
+            if rep is None or rep.leader_epoch < 0 or state.node_id not in rep.isr:
+                continue               # not leading it: its leader reports it
+            snap.leaders += 1
+            if len(rep.isr) < len(rep.replicas):
+                snap.under_replicated += 1
+            if rep.is_under_min_isr(p.min_insync_replicas):
+                snap.under_min_isr += 1
+        snap.active_controller = 1
+        if cluster is not None:
+            snap.active_controller = 1 if cluster.runner.is_active else 0
+            if snap.active_controller:
+                image = cluster.cache.image
+                snap.offline = sum(1 for t in image.topics.values() for index in t.partitions
+                                   if image.leader(t.name, index) < 0)
+
+    # ------------------------------------------------------------ anywhere: build families
+    def families(self, s: Snapshot) -> Iterator[Metric]:
         yield _counter("kafka_server_brokertopicmetrics_messagesin",
-                       "Records appended by Produce, per topic (MessagesInPerSec)", "topic",
-                       s.messages_in)
+                       "Records appended by Produce, per topic (MessagesInPerSec)", "topic", s.messages_in)
         yield _counter("kafka_server_brokertopicmetrics_bytesin",
-                       "Record batch bytes appended by Produce, per topic (BytesInPerSec)", "topic",
-                       s.bytes_in)
+                       "Record batch bytes appended by Produce, per topic (BytesInPerSec)", "topic", s.bytes_in)
         yield _counter("kafka_server_brokertopicmetrics_bytesout",
                        "Record bytes sent to consumers in Fetch responses, per topic (BytesOutPerSec)",
                        "topic", s.bytes_out)
         yield _counter("kafka_server_brokertopicmetrics_replicationbytesout",
                        "Record bytes sent to follower replicas, per topic (ReplicationBytesOutPerSec)",
                        "topic", s.replication_bytes_out)
-
-    # ------------------------------------------------------------ RequestMetrics
-    def _request_metrics(self) -> Iterator[Metric]:
-        r = REQUEST_STATS
-        count = CounterMetricFamily("kafka_network_requestmetrics_requests",
-                                    "Requests answered, per API (RequestsPerSec)", labels=["request"])
-        hist = HistogramMetricFamily(
-            "kafka_network_requestmetrics_totaltime_seconds",
-            "Time from a request being read to its response being ready, per API (TotalTimeMs)",
-            labels=["request"])
-        for key, e in sorted(r.by_key.items()):
-            name = request_name(key)
-            count.add_metric([name], e[0])
-            cumulative, buckets = 0, []
-            for bound, n in zip((*LATENCY_BUCKETS_S, float("inf")), e[2:], strict=True):
-                cumulative += n
-                buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
-            hist.add_metric([name], buckets, e[1])
-        yield count
-        yield hist
-
-    # ------------------------------------------------------------ ReplicaManager / KafkaController
-    def _replica_metrics(self, state: Any) -> Iterator[Metric]:
-        cluster = state.cluster
-        leaders = under = under_min = 0
-        for p in state.partitions.values():
-            rep = getattr(p, "replication", None)
-            if cluster is None:
-                leaders += 1           # a single node leads every partition, fully replicated
-                continue
-            if rep is None or rep.leader_epoch < 0 or state.node_id not in rep.isr:
-                continue               # not leading it: its leader reports it
-            leaders += 1
-            if len(rep.isr) < len(rep.replicas):
-                under += 1
-            if rep.is_under_min_isr(p.min_insync_replicas):
-                under_min += 1
+        yield from _request_families(s.requests)
+        if not s.running:   # stopping: only the process-wide totals
+            return
         yield GaugeMetricFamily("kafka_server_replicamanager_partitioncount",
-                                "Partitions with a replica on this broker", value=len(state.partitions))
+                                "Partitions with a replica on this broker", value=s.partitions)
         yield GaugeMetricFamily("kafka_server_replicamanager_leadercount",
-                                "Partitions this broker leads", value=leaders)
+                                "Partitions this broker leads", value=s.leaders)
         yield GaugeMetricFamily("kafka_server_replicamanager_underreplicatedpartitions",
                                 "Partitions led here whose ISR is smaller than their replica set",
-                                value=under)
+                                value=s.under_replicated)
         yield GaugeMetricFamily("kafka_server_replicamanager_underminisrpartitioncount",
                                 "Partitions led here whose ISR is below min.insync.replicas",
-                                value=under_min)
+                                value=s.under_min_isr)
         yield CounterMetricFamily("kafka_server_replicamanager_isrshrinks",
                                   "ISR shrinks proposed by partitions led here (IsrShrinksPerSec)",
-                                  value=ISR_STATS.shrinks)
+                                  value=s.isr_shrinks)
         yield CounterMetricFamily("kafka_server_replicamanager_isrexpands",
                                   "ISR expansions proposed by partitions led here (IsrExpandsPerSec)",
-                                  value=ISR_STATS.expands)
-        active, offline = 1, 0
-        if cluster is not None:
-            active = 1 if cluster.runner.is_active else 0
-            if active:
-                image = cluster.cache.image
-                offline = sum(1 for t in image.topics.values() for index in t.partitions
-                              if image.leader(t.name, index) < 0)
+                                  value=s.isr_expands)
         yield GaugeMetricFamily("kafka_controller_kafkacontroller_activecontrollercount",
-                                "1 on the active controller, else 0", value=active)
+                                "1 on the active controller, else 0", value=s.active_controller)
         yield GaugeMetricFamily("kafka_controller_kafkacontroller_offlinepartitionscount",
                                 "Partitions without a live leader (reported by the controller)",
-                                value=offline)
-
-    # ------------------------------------------------------------ Log / LogManager / LogCleaner
-    def _log_metrics(self, state: Any) -> Iterator[Metric]:
-        labels = ["topic", "partition"]
-        size = GaugeMetricFamily("kafka_log_log_size", "Bytes of the partition's segments", labels=labels)
-        end = GaugeMetricFamily("kafka_log_log_logendoffset", "Log end offset", labels=labels)
-        start = GaugeMetricFamily("kafka_log_log_logstartoffset", "Log start offset", labels=labels)
-        segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "Segments in the log", labels=labels)
-        hw = GaugeMetricFamily("kafka_cluster_partition_highwatermark", "High watermark", labels=labels)
-        for (topic, index), p in sorted(state.partitions.items()):
-            lg = p.log
-            lv = [topic, str(index)]
-            size.add_metric(lv, lg.size())
-            end.add_metric(lv, lg.log_end_offset)
-            start.add_metric(lv, lg.log_start_offset)
-            segments.add_metric(lv, lg.number_of_segments())
-            hw.add_metric(lv, lg.high_watermark)
-        yield from (size, end, start, segments, hw)
-        yield CounterMetricFamily("kafka_log_logmanager_retentionpasses",
-                                  "Retention passes over every log (kafka-log-retention)",
-                                  value=state.log_manager.retention_passes)
-        cleaner = getattr(self.broker, "_cleaner", None)
-        yield CounterMetricFamily("kafka_log_logcleaner_cleanings",
-                                  "Log cleanings (compactions) run by the cleaner threads",
-                                  value=getattr(cleaner, "jobs", 0))
-
-    # ------------------------------------------------------------ group coordinator, lag
-    def _group_metrics(self, state: Any) -> Iterator[Metric]:
-        coordinator = state.groups.coordinator
-        by_state: dict[str, int] = {}
-        for g in coordinator.groups.values():
-            by_state[str(g.state)] = by_state.get(str(g.state), 0) + 1
+                                value=s.offline)
+        yield from _log_families(s)
         groups = GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numgroups",
                                    "Classic groups this coordinator holds, per state", labels=["state"])
         for name in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty"):
-            groups.add_metric([name], by_state.get(name, 0))
+            groups.add_metric([name], s.groups_by_state.get(name, 0))
         yield groups
-        offsets_by_group = coordinator.offsets.offsets
         yield GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numoffsets",
-                                "Committed offsets this coordinator holds",
-                                value=sum(len(v) for v in offsets_by_group.values()))
+                                "Committed offsets this coordinator holds", value=s.offsets)
         labels = ["consumergroup", "topic", "partition"]
         current = GaugeMetricFamily("kafka_consumergroup_current_offset",
                                     "Committed offset of a group on a partition", labels=labels)
         lag = GaugeMetricFamily("kafka_consumergroup_lag",
                                 "High watermark minus the committed offset (0 when ahead)", labels=labels)
-        for group_id in sorted(offsets_by_group):
-            for (topic, index), om in sorted(offsets_by_group[group_id].items()):
-                lv = [group_id, topic, str(index)]
-                current.add_metric(lv, om.offset)
-                p = state.partitions.get((topic, index))
-                if p is not None:
-                    lag.add_metric(lv, max(0, p.log.high_watermark - om.offset))
+        for group_id, topic, index, offset, behind in s.lags:
+            lv = [group_id, topic, str(index)]
+            current.add_metric(lv, offset)
+            if behind >= 0:
+                lag.add_metric(lv, behind)
         yield current
         yield lag
+        conns = GaugeMetricFamily("kafka_server_socketservermetrics_connection_count",
+                                  "Open client connections, per listener", labels=["listener"])
+        for name in sorted(s.connections):
+            conns.add_metric([name], s.connections[name])
+        yield conns
 
-    # ------------------------------------------------------------ SocketServer
-    def _socket_metrics(self, state: Any) -> Iterator[Metric]:
-        counts: dict[str, int] = {}
-        for conn in list(state.connections):
-            name = getattr(conn, "listener_name", None) or "PLAINTEXT"
-            counts[name] = counts.get(name, 0) + 1
-        for listener in self.broker.config.listeners:
-            counts.setdefault(listener.name, 0)
-        fam = GaugeMetricFamily("kafka_server_socketservermetrics_connection_count",
-                                "Open client connections, per listener", labels=["listener"])
-        for name in sorted(counts):
-            fam.add_metric([name], counts[name])
-        yield fam
+
+def _request_families(requests: dict[int, list]) -> Iterator[Metric]:
+    count = CounterMetricFamily("kafka_network_requestmetrics_requests",
+                                "Requests answered, per API (RequestsPerSec)", labels=["request"])
+    hist = HistogramMetricFamily(
+        "kafka_network_requestmetrics_totaltime_seconds",
+        "Time from a request being read to its response being ready, per API (TotalTimeMs)",
+        labels=["request"])
+    bounds = [repr(b) for b in LATENCY_BUCKETS_S] + ["+Inf"]
+    for key, e in sorted(requests.items()):
+        name = request_name(key)
+        count.add_metric([name], e[0])
+        cumulative, buckets = 0, []
+        for bound, n in zip(bounds, e[2:], strict=True):
+            cumulative += n
+            buckets.append((bound, cumulative))
+        hist.add_metric([name], buckets, e[1])
+    yield count
+    yield hist
+
+
+def _log_families(s: Snapshot) -> Iterator[Metric]:
+    labels = ["topic", "partition"]
+    size = GaugeMetricFamily("kafka_log_log_size", "Bytes of the partition's segments", labels=labels)
+    end = GaugeMetricFamily("kafka_log_log_logendoffset", "Log end offset", labels=labels)
+    start = GaugeMetricFamily("kafka_log_log_logstartoffset", "Log start offset", labels=labels)
+    segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "Segments in the log", labels=labels)
+    hw = GaugeMetricFamily("kafka_cluster_partition_highwatermark", "High watermark", labels=labels)
+    for topic, index, nbytes, leo, lso, nseg, high in s.logs:
+        lv = [topic, str(index)]
+        size.add_metric(lv, nbytes)
+        end.add_metric(lv, leo)
+        start.add_metric(lv, lso)
+        segments.add_metric(lv, nseg)
+        hw.add_metric(lv, high)
+    yield from (size, end, start, segments, hw)
+    yield CounterMetricFamily("kafka_log_logmanager_retentionpasses",
+                              "Retention passes over every log (kafka-log-retention)", value=s.retention_passes)
+    yield CounterMetricFamily("kafka_log_logcleaner_cleanings",
+                              "Log cleanings (compactions) run by the cleaner threads", value=s.cleanings)

@@ -97,8 +97,7 @@ async def start_console(listener: str, bootstrap: str, sample_interval_s: float 
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
-    server = site._server   # aiohttp keeps the asyncio Server here; the bound port is on it
-    bound = server.sockets[0].getsockname()[1] if server is not None else port
+    bound = runner.addresses[0][1]   # the bound port (port 0 picks one)
     console = Console(runner, f"http://{host}:{bound}/")
     log.info("console on %s (cluster at %s)", console.url, bootstrap)
     return console
