@@ -12,8 +12,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 
 from kbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic
+from tests.compat.broker_process import BrokerProcess
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AddPartitionsToTxnRequest,
@@ -152,3 +153,25 @@ def test_a_leader_verifies_a_transactional_write_with_the_coordinator_on_another
     ended = call(coordinator, EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
                                             committed=False), 3)
     assert ended.error_code == 0
+
+
+def test_a_lone_broker_refuses_to_create_the_transaction_state_topic_below_its_replication_factor(
+        zookeeper, tmp_path):
+    lone = BrokerProcess(tmp_path / "lone", overrides={
+        "broker.id": "1", "zookeeper.connect": f"{zookeeper.connect_string}/lone-txn/cluster",
+        "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS)})  # replication factor 3
+    lone.start(timeout_s=120)
+    try:
+        req = FindCoordinatorRequest(key="tx", key_type=1)
+        assert lone.alive(), lone.log_text()[-3000:]
+        # until the controller's first UpdateMetadata the broker counts 0 alive brokers
+        resp = wait_until(lambda: (r := asyncio.run(send_once("127.0.0.1", lone.port, req, 3, "test")))
+                          and "'1'" in (r.error_message or "") and r, "the broker to count itself")
+        assert (resp.error_code, resp.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+        assert resp.error_message == (
+            "Number of alive brokers '1' does not meet the required replication factor '3' for the "
+            "transactions state topic (configured via 'transaction.state.log.replication.factor'). "
+            "This error can be ignored if the cluster is starting up and not all brokers are up yet.")
+        assert not (tmp_path / "lone" / "__transaction_state-0").exists()
+    finally:
+        lone.kill()
