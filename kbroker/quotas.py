@@ -149,6 +149,14 @@ class QuotaManager:
         return self._writer.write({entity_path(e): {k: _text(v) for k, v in c.items()}
                                    for e, c in self.configs.items()})
 
+    def replace(self, entity: Entity, values: dict[str, float]) -> Future[None] | None:
+        """Make ``values`` the entity's whole set (as another broker stored it in ZooKeeper);
+        None when nothing changes."""
+        current = self.configs.get(entity, {})
+        if current == values:
+            return None
+        return self.set(entity, {**{k: None for k in current}, **values})
+
     def close(self) -> None:
         self._writer.close()
 

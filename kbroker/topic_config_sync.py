@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from cluster import znodes
 from cluster.coordination import CoordinationError, NoNodeError, WatchEvent
-from kbroker import broker_config_sync
+from kbroker import broker_config_sync, quotas_zk
 from kbroker.config_entities import publish_entity, read_entity
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ class ConfigChangeListener:
         while True:
             try:
                 await broker_config_sync.load(self.state, self.zk)
+                await quotas_zk.load(self.state, self.zk)
                 return
             except CoordinationError as e:  # connection loss: retry until it returns
                 log.info("reading dynamic broker configs failed (%r); retrying", e)
@@ -154,8 +155,11 @@ class ConfigChangeListener:
         if kind == "brokers":
             await broker_config_sync.on_notification(self.state, self.zk, name)
             return
+        if kind in ("clients", "users"):   # client quotas (kbroker/quotas_zk.py)
+            await quotas_zk.on_notification(self.state, self.zk, entity)
+            return
         if kind != "topics":
-            return  # clients/users/ips quotas: not implemented
+            return  # ips (connection-rate quotas): not served
         overrides = await _read(self.zk, name)
         mirror(self.state, name, overrides or {})
         log.info("topic %s config overrides now %s (notification %s)", name, overrides or {}, child)

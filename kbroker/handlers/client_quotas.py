@@ -10,7 +10,8 @@
 * Alter: the keys are Kafka's (producer_byte_rate, consumer_byte_rate, request_percentage,
   controller_mutation_rate); unknown keys, non-positive values and a byte rate that is not a
   whole number are INVALID_REQUEST for that entry; ``validate_only`` changes nothing.
-  Answered once the change is durable.
+  Answered once the change is durable (cluster mode: also written to ZooKeeper and announced
+  to every broker, kbroker/quotas_zk.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from concurrent.futures import Future
 
+from kbroker import quotas_zk
 from kbroker.acl import ALTER_CONFIGS, DESCRIBE_CONFIGS
 from kbroker.authorizer import authorize_cluster
 from kbroker.json_file import answer_when_stored
@@ -139,5 +141,7 @@ def handle_alter_client_quotas(ctx: RequestContext, req: AlterClientQuotasReques
             continue
         if not req.validate_only:
             stored.append(ctx.broker.quotas.set(entity, {op.key: None if op.remove else op.value for op in entry.ops}))
+            if getattr(ctx.broker, "cluster", None) is not None:   # cluster mode: ZooKeeper too
+                stored.append(quotas_zk.publish(ctx.broker, entity))
         results.append(E(error_code=0, error_message=None, entity=echo(entry)))
     return answer_when_stored(AlterClientQuotasResponse(entries=results), stored)
