@@ -21,6 +21,7 @@ import logging
 import struct
 from typing import Any
 
+from kbroker import inter_broker_client  # TLS / SASL of the inter-broker listener
 from wire.headers import decode_response, encode_request
 from wire.schema import RESPONSES
 
@@ -50,7 +51,7 @@ async def send_once(host: str, port: int, message: Any, version: int, client_id:
                     timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
     """One request on a new connection; raises OSError / TimeoutError / IncompleteReadError."""
     async def go() -> Any:
-        reader, writer = await asyncio.open_connection(host, port)
+        reader, writer = await inter_broker_client.open_connection(host, port)
         try:
             return await roundtrip(reader, writer, message, version, 1, client_id)
         finally:
@@ -80,7 +81,7 @@ class BrokerLink:
                 try:
                     if self._conn is None:
                         self._conn = await asyncio.wait_for(
-                            asyncio.open_connection(self.host, self.port), REQUEST_TIMEOUT_S)
+                            inter_broker_client.open_connection(self.host, self.port), REQUEST_TIMEOUT_S)
                     response = await asyncio.wait_for(
                         roundtrip(*self._conn, message, version, next(self._correlation),
                                    self.client_id), REQUEST_TIMEOUT_S)

@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any
 from cluster import znodes
 from cluster.coordination import CoordinationError, NodeExistsError, NoNodeError, SessionState
 from cluster.metadata_image import BrokerInfo
+from kbroker import inter_broker_client
 from kbroker.acl_zk_store import start_in_cluster as start_acls_in_cluster
 from kbroker.alter_partition_manager import AlterPartitionManager
 from kbroker.broker_channel import send_once
 from kbroker.broker_state import new_cluster_id
 from kbroker.controller_runner import ControllerRunner
+from kbroker.listeners import inter_broker_listener_name, protocol_map
 from kbroker.metadata_cache import MetadataCache
 from kbroker.producer_ids import ZkProducerIdManager
 from kbroker.replica_manager import ReplicaManager
@@ -66,7 +68,9 @@ class ClusterRuntime:
         self.broker_epoch = -1
         self.state: BrokerState | None = None
         self.replicas: ReplicaManager | None = None
-        self.inter_broker_listener = config["inter.broker.listener.name"] or config.listeners[0].name
+        self.inter_broker_listener = inter_broker_listener_name(config)
+        # how this broker connects to the others' inter-broker listener (TLS, SASL login)
+        inter_broker_client.configure(config, self.inter_broker_listener)
         interval = config["leader.imbalance.check.interval.seconds"]
         self.runner = ControllerRunner(
             self.zk, self.broker_id, self.inter_broker_listener,
@@ -129,13 +133,14 @@ class ClusterRuntime:
         self.replicas = ReplicaManager(state, self.cache, self.zk)
         self.replicas.on_offsets_leadership = state.groups.offsets_leadership
         self.replicas.on_txn_leadership = state.txns.txn_leadership
-        host, port = state.advertised_address()
-        listener = state.config.listeners[0]
-        protocols = dict(item.split(":", 1) for item in
-                         state.config["listener.security.protocol.map"].split(",") if ":" in item)
+        # every listener's advertised endpoint (Kafka registers them all); clients get the one
+        # of the listener they came on, brokers the inter-broker listener's
+        protocols = protocol_map(state.config)
+        endpoints = tuple(znodes.EndPoint(lst.name, *state.advertised_address(lst.name),
+                                          protocols.get(lst.name, "PLAINTEXT"))
+                          for lst in state.config.listeners)
         self._registration = znodes.BrokerRegistration(
-            self.broker_id,
-            (znodes.EndPoint(listener.name, host, port, protocols.get(listener.name, "PLAINTEXT")),),
+            self.broker_id, endpoints,
             rack=state.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
         self.broker_epoch = await self.zk.register_broker(self._registration)
         producer_ids = ZkProducerIdManager(self.zk, self.broker_id)  # ids unique cluster-wide

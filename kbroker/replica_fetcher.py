@@ -45,6 +45,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kbroker import inter_broker_client  # TLS / SASL of the inter-broker listener
 from kbroker.broker_channel import roundtrip
 from log.errors import LogError
 from log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -337,7 +338,7 @@ class ReplicaFetcher:
     async def _send(self, message: Any, version: int, timeout_s: float) -> Any:
         async def send() -> Any:
             if self._conn is None:
-                self._conn = await asyncio.open_connection(*self.endpoint)
+                self._conn = await inter_broker_client.open_connection(*self.endpoint)
             return await roundtrip(*self._conn, message, version, next(self._correlation) & 0x7FFFFFFF,
                                    f"broker-{self.settings.broker_id}-fetcher")
         try:

@@ -61,6 +61,19 @@ def server_context(setting: Callable[[str], Any]) -> ssl.SSLContext:
     return ctx
 
 
+def client_context(setting: Callable[[str], Any]) -> ssl.SSLContext:
+    """The SSLContext this broker uses as a client of another broker's listener (inter-broker
+    traffic): the listener's truststore, its keystore when it has one (for mTLS), host name
+    checked when ``ssl.endpoint.identification.algorithm`` is https (Kafka's default)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _protocols(ctx, setting("ssl.enabled.protocols"))
+    ctx.check_hostname = (setting("ssl.endpoint.identification.algorithm") or "").lower() == "https"
+    _load_truststore(ctx, setting)
+    if setting("ssl.keystore.location") or setting("ssl.keystore.key"):
+        _load_keystore(ctx, setting)
+    return ctx
+
+
 def _protocols(ctx: ssl.SSLContext, enabled: list[str]) -> None:
     versions = []
     for name in enabled:
