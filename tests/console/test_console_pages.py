@@ -5,6 +5,7 @@ forms create, change and delete, and each page is saved to docs/screenshots/."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -47,11 +48,10 @@ def test_overview_shows_the_cluster_and_a_live_throughput_chart_of_records_per_s
         legend = browser.find_element(By.ID, "throughput-legend")
 
         def clicks_rate() -> float:
-            for item in legend.find_elements(By.TAG_NAME, "span"):
-                name, _, rate = item.text.partition(" ")
-                if name == "clicks":
-                    return float(rate.removesuffix("/s"))
-            return 0.0
+            # the legend div stays; its entries are redrawn every 2 s (so read its text whole:
+            # an entry element found a moment ago may be gone)
+            m = re.search(r"(?:^|\s)clicks ([\d.]+)/s", legend.text)
+            return float(m.group(1)) if m else 0.0
 
         wait_for(lambda: clicks_rate() > 0, 90, "a non-zero clicks rate in the chart's legend")
         chart = browser.find_element(By.ID, "throughput")
