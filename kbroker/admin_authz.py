@@ -21,8 +21,8 @@ Per API (operation on resource -> error):
   without one IdempotentWrite on the cluster or Write on some topic
   (CLUSTER_AUTHORIZATION_FAILED).  AddPartitionsToTxn (v0-3), AddOffsetsToTxn, EndTxn,
   TxnOffsetCommit: Write on the transactional id; AddOffsetsToTxn / TxnOffsetCommit also
-  Read on the group (the per-topic checks of AddPartitionsToTxn and TxnOffsetCommit are not
-  made yet).  DescribeTransactions: Describe per
+  Read on the group; AddPartitionsToTxn v0-3 Write per topic (TxnOffsetCommit's per-topic
+  Read is in its handler).  DescribeTransactions: Describe per
   transactional id.  ListTransactions: only the transactional ids it may Describe.
 * The controller-to-broker APIs and WriteTxnMarkers: ClusterAction on the cluster ->
   CLUSTER_AUTHORIZATION_FAILED (brokers' principals belong in ``super.users``, as in Kafka).
@@ -64,7 +64,7 @@ from kbroker.group_authz import after
 from kbroker.registry import INTER_BROKER, REGISTRY, ApiEntry, Registry
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
-from wire.messages import DescribeTransactionsResponse
+from wire.messages import AddPartitionsToTxnResponse, DescribeTransactionsResponse
 
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -205,24 +205,39 @@ def init_producer_id(ctx: RequestContext, req: Any, call: Call) -> Any:
     return whole(ctx, req, call, may, CLUSTER_DENIED)
 
 
-def txn_write(group_field: str | None = None, topics: tuple[str, str] | None = None
-              ) -> Callable[[RequestContext, Any, Call], Any]:
-    """Write on the request's transactional id; Read on its group; Write per topic."""
+def txn_write(group_field: str | None = None) -> Callable[[RequestContext, Any, Call], Any]:
+    """Write on the request's transactional id; Read on its group when it names one."""
     def check(ctx: RequestContext, req: Any, call: Call) -> Any:
         if not authorize(ctx, WRITE, TRANSACTIONAL_ID, req.transactional_id):
             return refused(ctx.api_key, ctx.api_version, req, TXN_DENIED)
         if group_field is not None and not authorize(ctx, READ, GROUP, getattr(req, group_field)):
             return refused(ctx.api_key, ctx.api_version, req, GROUP_DENIED)
-        if topics is not None:
-            return split(ctx, req, call, topics[0], topics[1], lambda t: _topic_code(ctx, WRITE)(t.name))
         return call(req)
     return check
 
 
 def add_partitions_to_txn(ctx: RequestContext, req: Any, call: Call) -> Any:
-    if ctx.api_version >= 4:   # broker-to-broker verification (KIP-890): ClusterAction
+    """v4+ is the brokers' KIP-890 verification: ClusterAction.  v0-3 (a producer): Write on
+    the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition;
+    then Write per topic: if any topic is refused nothing is added, its partitions answer
+    TOPIC_AUTHORIZATION_FAILED and the others OPERATION_NOT_ATTEMPTED (KafkaApis)."""
+    if ctx.api_version >= 4:
         return whole(ctx, req, call, authorize_cluster(ctx, CLUSTER_ACTION), CLUSTER_DENIED)
-    return txn_write()(ctx, req, call)
+    R = AddPartitionsToTxnResponse
+    topics = req.v3_and_below_topics or []
+
+    def answer(code_of: Callable[[str], int]) -> Any:
+        return R(throttle_time_ms=0, results_by_topic_v3_and_below=[
+            R.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+                R.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code_of(t.name))
+                for p in t.partitions]) for t in topics])
+
+    if not authorize(ctx, WRITE, TRANSACTIONAL_ID, req.v3_and_below_transactional_id):
+        return answer(lambda _name: TXN_DENIED)
+    refused_names = {t.name for t in topics if not authorize(ctx, WRITE, TOPIC, t.name)}
+    if refused_names:
+        return answer(lambda name: TOPIC_DENIED if name in refused_names else ErrorCode.OPERATION_NOT_ATTEMPTED)
+    return call(req)
 
 
 def txn_offset_commit(ctx: RequestContext, req: Any, call: Call) -> Any:

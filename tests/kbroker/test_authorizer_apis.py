@@ -32,9 +32,11 @@ from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
+    AddPartitionsToTxnRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    EndTxnRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -148,6 +150,28 @@ def test_idempotent_init_producer_id_needs_idempotent_write_or_write_on_some_top
     assert call(state, 22, 4, req).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     grant(state, (TOPIC, "pre-", PREFIXED, WRITE, ALLOW))
     assert call(state, 22, 4, req).error_code == 0
+
+
+def test_add_partitions_to_txn_needs_write_on_the_transactional_id_and_every_topic(state):
+    T = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+    req = AddPartitionsToTxnRequest(v3_and_below_transactional_id="tx", v3_and_below_producer_id=1,
+                                    v3_and_below_producer_epoch=0,
+                                    v3_and_below_topics=[T(name="pre-x", partitions=[0]), T(name="hidden", partitions=[0])])
+
+    def codes(resp):
+        return {t.name: [p.partition_error_code for p in t.results_by_partition]
+                for t in resp.results_by_topic_v3_and_below}
+
+    assert codes(call(state, 24, 3, req)) == {"pre-x": [ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED],
+                                              "hidden": [ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]}
+    grant(state, (5, "tx", LITERAL, WRITE, ALLOW), (TOPIC, "pre-", PREFIXED, WRITE, ALLOW))
+    assert codes(call(state, 24, 3, req)) == {"pre-x": [ErrorCode.OPERATION_NOT_ATTEMPTED],
+                                              "hidden": [ErrorCode.TOPIC_AUTHORIZATION_FAILED]}
+
+
+def test_end_txn_needs_write_on_the_transactional_id(state):
+    req = EndTxnRequest(transactional_id="tx", producer_id=1, producer_epoch=0, committed=True)
+    assert call(state, 26, 3, req).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
 def test_without_an_authorizer_every_api_answers_as_before(tmp_path):
