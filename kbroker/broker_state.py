@@ -132,10 +132,9 @@ class BrokerState:
         self.bound_port: int | None = None
         # listener name -> the port it bound (port 0 in ``listeners``: the one the OS chose)
         self.bound_ports: dict[str, int] = {}
-        # SCRAM credentials (kbroker/scram_credentials.py): a file on a single node; cluster
-        # mode serves /config/users from ZooKeeper (kbroker/scram_zk.py swaps the store)
-        self.scram_credentials = ScramCredentialStore(
-            None if static_config.cluster_mode else _first_dir(dirs))
+        # SCRAM credentials (kbroker/scram_credentials.py): a file in the first log dir, per
+        # broker also in cluster mode (NOT_IMPLEMENTED.md: not yet in ZooKeeper)
+        self.scram_credentials = ScramCredentialStore(_first_dir(dirs))
         # Cluster mode (zookeeper.connect set): ZooKeeper, metadata cache, replicas,
         # controller; None on a single node, where this broker leads everything.
         self.cluster: ClusterRuntime | None = None

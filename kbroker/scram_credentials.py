@@ -8,10 +8,12 @@ with SaltedPassword = PBKDF2-HMAC-H(password, salt, iterations), ClientKey = HMA
 "Client Key"), StoredKey = H(ClientKey), ServerKey = HMAC(SaltedPassword, "Server Key").
 AlterUserScramCredentials carries salt and SaltedPassword; the broker derives the keys.
 
-Where they live: cluster mode, ZooKeeper ``/config/users/<user>`` ({"version":1,"config":
-{"SCRAM-SHA-256": "<stored form>"}}, as Kafka's ZK mode); single node, the JSON file
-``scram-credentials.json`` in the first log dir ({"<user>": {"<mechanism>": "<stored form>"}}),
-written whole and atomically on its own thread (kbroker/json_file.py), never on the loop.
+Where they live: the JSON file ``scram-credentials.json`` in the first log dir
+({"<user>": {"<mechanism>": "<stored form>"}}), written whole and atomically on its own thread
+(kbroker/json_file.py), never on the loop.  In cluster mode too, per broker: Kafka's ZooKeeper
+layout (``/config/users/<user>`` {"version":1,"config":{"SCRAM-SHA-256":"<stored form>"}}) is
+shared with the client quotas of kbroker/quotas_zk.py, which must first learn to keep (and
+not parse) the SCRAM-* keys there (NOT_IMPLEMENTED.md).
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ def credential_from_password(mechanism: str, password: str, iterations: int = 40
 
 class ScramCredentialStore:
     """user -> mechanism -> credential, read by the SCRAM servers on the event loop; changed
-    by AlterUserScramCredentials.  Single node: backed by the JSON file (module docstring).
-    Cluster mode swaps ``_persist`` for ZooKeeper writes (kbroker/scram_zk.py)."""
+    by AlterUserScramCredentials; backed by the JSON file (module docstring), or by nothing
+    with ``log_dir`` None (tests)."""
 
     def __init__(self, log_dir: str | None) -> None:
         self._users: dict[str, dict[str, ScramCredential]] = {}
