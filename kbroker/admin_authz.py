@@ -14,8 +14,9 @@ Per API (operation on resource -> error):
 * DescribeTopicPartitions: Describe per topic (asked-for topics refused, listed ones hidden);
   ``topic_authorized_operations`` from the ACLs.
 * OffsetForLeaderEpoch: ClusterAction for a follower, else Describe per topic.
-* ElectLeaders, AlterPartitionReassignments: Alter on the cluster; ListPartitionReassignments,
-  DescribeLogDirs: Describe on the cluster -> CLUSTER_AUTHORIZATION_FAILED.
+* ElectLeaders, AlterPartitionReassignments, AlterUserScramCredentials: Alter on the cluster;
+  ListPartitionReassignments, DescribeLogDirs, DescribeUserScramCredentials: Describe on the
+  cluster -> CLUSTER_AUTHORIZATION_FAILED.
 * DescribeCluster: ``cluster_authorized_operations`` from the ACLs (0 without Describe).
 * InitProducerId: Write on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), or
   without one IdempotentWrite on the cluster or Write on some topic
@@ -289,6 +290,8 @@ CHECKS: dict[int, Callable[[RequestContext, Any, Call], Any]] = {
     44: alter_configs,
     45: cluster_op(ALTER),
     46: cluster_op(DESCRIBE),
+    50: cluster_op(DESCRIBE),   # DescribeUserScramCredentials
+    51: cluster_op(ALTER),      # AlterUserScramCredentials
     60: describe_cluster,
     65: describe_transactions,
     66: list_transactions,
