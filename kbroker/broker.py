@@ -122,6 +122,7 @@ class Broker:
         """One server per listener (kbroker/listeners.py); SSL listeners do their TLS
         handshake in the transport, bounded by a timeout so a slow or broken one costs only
         its own connection."""
+        self._listener_specs = specs
         for spec in specs:
             server = await loop.create_server(
                 lambda spec=spec: KafkaConnection(self.state, spec),  # type: ignore[arg-type]
@@ -146,8 +147,14 @@ class Broker:
         if self.config["kbroker.console.listener"]:
             from kbroker.console.server import start_console
 
-            self.console = await start_console(self.config["kbroker.console.listener"],
-                                               self.bootstrap_servers)
+            # the console is a plain client (no TLS, no SASL): it reads through a PLAINTEXT listener
+            plain = [s for s in getattr(self, "_listener_specs", []) if s.protocol == "PLAINTEXT"]
+            bootstrap = (f"{plain[0].host or 'localhost'}:{self.listener_ports[plain[0].name]}" if plain
+                         else self.bootstrap_servers)
+            if not plain:
+                log.warning("kbroker.console.listener: no PLAINTEXT listener; the console cannot "
+                            "authenticate on %s", bootstrap)
+            self.console = await start_console(self.config["kbroker.console.listener"], bootstrap)
 
     async def stop_async(self) -> None:
         for endpoint in (self.console, self.metrics_server):
