@@ -17,7 +17,8 @@ Usage is a Kafka ``Rate`` over ``quota.window.num`` (11) samples of
 ``quota.window.size.seconds`` (1 s): the sum of the live samples divided by the time since the
 oldest one started, never less than (samples - 1) windows.  When a recorded value takes the
 rate over the bound the request is throttled for ``(rate - bound) / bound * window`` ms
-(ClientQuotaManager.throttleTime); the response carries it in ``throttle_time_ms`` and the
+(ClientQuotaManager.throttleTime; a request_percentage throttle is capped at one window, as
+ClientRequestQuotaManager bounds it); the response carries it in ``throttle_time_ms`` and the
 connection stops reading for that long after sending it (KIP-219; kbroker/connection.py).
 
 Storage: single node, ``kbroker-client-quotas.json`` in the first log dir, keyed by Kafka's
@@ -187,7 +188,10 @@ class QuotaManager:
         used = rate.value(now)
         if used <= m.bound:
             return 0
-        return round((used - m.bound) / m.bound * rate.window_size_ms(now))
+        throttle = round((used - m.bound) / m.bound * rate.window_size_ms(now))
+        if quota_type == REQUEST:   # ClientRequestQuotaManager: at most one window
+            throttle = min(throttle, self.window_ms)
+        return throttle
 
 
 def _text(v: float) -> str:

@@ -131,3 +131,88 @@ def test_alter_and_describe_client_quotas_as_kafka(tmp_path):
     assert alter(q, [([("client-id", "c9")], [(PRODUCE, 5.0)])], validate_only=True).entries[0].error_code == 0
     assert q.quota(PRODUCE, "x", "c9") is None
     q.close()
+
+
+# ---------------------------------------------------------------- the connection (KIP-219)
+def test_a_client_over_its_request_quota_gets_throttle_time_ms_and_is_not_read_meanwhile(tmp_path, monkeypatch):
+    """A tiny request_percentage on client id "c": the first DescribeGroups answered after a
+    busy handler carries a throttle (at most one window, 1000 ms) and the connection pauses
+    reading, then resumes no earlier than the throttle time; another client id is untouched."""
+    import struct
+    import time as _time
+
+    from kbroker.connection import KafkaConnection
+    from kbroker.quotas import REQUEST
+    from kbroker.registry import REGISTRY, ApiEntry
+    from wire.headers import decode_response, encode_request
+    from wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
+
+    def busy_handler(ctx, req):
+        end = _time.perf_counter() + 0.002   # the loop's time in the handler is what is counted
+        while _time.perf_counter() < end:
+            pass
+        return DescribeGroupsResponse(throttle_time_ms=0, groups=[])
+
+    entry = REGISTRY.get(15)
+    monkeypatch.setitem(REGISTRY._entries, 15, ApiEntry(15, entry.min_version, entry.max_version, busy_handler))
+
+    quotas = QuotaManager(str(tmp_path))
+    quotas.set((None, "c"), {REQUEST: 0.000001}).result(60)
+
+    class State:
+        config = {"socket.request.max.bytes": 1 << 20}
+
+        def __init__(self) -> None:
+            self.connections: set = set()
+            self.quotas = quotas
+
+    class Transport(asyncio.Transport):
+        def __init__(self) -> None:
+            super().__init__()
+            self.written = bytearray()
+            self.events: list[tuple[str, float]] = []
+
+        def writelines(self, parts) -> None:
+            for p in parts:
+                self.written += p
+
+        def write(self, data) -> None:
+            self.written += data
+
+        def get_extra_info(self, name, default=None):
+            return ("127.0.0.1", 5555) if name == "peername" else default
+
+        def pause_reading(self) -> None:
+            self.events.append(("pause", asyncio.get_running_loop().time()))
+
+        def resume_reading(self) -> None:
+            self.events.append(("resume", asyncio.get_running_loop().time()))
+
+        def abort(self) -> None:
+            pass
+
+    def throttle_of(transport: Transport) -> int:
+        (size,) = struct.unpack(">i", transport.written[:4])
+        _, resp = decode_response(DescribeGroupsResponse, bytes(transport.written[4:4 + size]), 5)
+        return resp.throttle_time_ms
+
+    async def run(client_id: str) -> Transport:
+        conn = KafkaConnection(State())  # type: ignore[arg-type]
+        transport = Transport()
+        conn.connection_made(transport)
+        conn.data_received(encode_request(DescribeGroupsRequest(groups=[], include_authorized_operations=False),
+                                          5, 1, client_id))
+        deadline = asyncio.get_running_loop().time() + 60
+        while (transport.events and transport.events[-1][0] == "pause"
+               and asyncio.get_running_loop().time() < deadline):
+            await asyncio.sleep(0.01)
+        return transport
+
+    throttled = asyncio.run(run("c"))
+    throttle = throttle_of(throttled)
+    assert 0 < throttle <= 1000
+    assert [e for e, _ in throttled.events] == ["pause", "resume"]
+    assert throttled.events[1][1] - throttled.events[0][1] >= throttle / 1000 - 0.005
+    other = asyncio.run(run("d"))
+    assert throttle_of(other) == 0 and other.events == []
+    quotas.close()
