@@ -143,7 +143,8 @@ class TxnService:
         # up to the log end, as Kafka's loader reads (FetchIsolation.LOG_END): a new leader's
         # high watermark may still trail records its followers are about to confirm
         while offset < partition.log_end_offset:
-            data = partition.read(offset, 1 << 20, True, to_log_end=True).records
+            data = partition.read(offset, self.state.config["transaction.state.log.load.buffer.size"],
+                                  True, to_log_end=True).records
             if not data:
                 break
             for batch in iter_batches(data):
