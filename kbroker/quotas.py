@@ -214,7 +214,8 @@ def apply_quotas(ctx: Any, request: Any, response: Any, busy_s: float) -> int:
     """Record one request against its client's quotas (called by the connection, only while
     some quota is configured): Produce counts its record bytes against producer_byte_rate,
     a consumer Fetch its response's record bytes against consumer_byte_rate, every
-    non-exempt request the event loop's time in its handler (``busy_s``; 0 for one that
+    non-exempt request (not the brokers' own: inter-broker APIs, follower fetches) the event
+    loop's time in its handler (``busy_s``; 0 for one that
     parked) against request_percentage.  Sets ``throttle_time_ms`` in the response (the
     largest of the throttles) and returns it: the connection stops reading for that long."""
     q: QuotaManager = ctx.broker.quotas
@@ -225,10 +226,11 @@ def apply_quotas(ctx: Any, request: Any, response: Any, busy_s: float) -> int:
         size = sum(len(pd.records) for t in request.topic_data for pd in t.partition_data
                    if pd.records is not None)
         throttle = q.record(PRODUCE, user, client, size)
-    elif key == 1 and response is not None and getattr(request, "replica_id", -1) < 0:
+    elif key == 1 and response is not None and getattr(request, "replica_id", -1) < 0:   # consumers only
         size = sum(len(p.records) for t in response.responses for p in t.partitions if p.records is not None)
         throttle = q.record(FETCH, user, client, size)
-    if busy_s > 0 and key not in _REQUEST_QUOTA_EXEMPT:
+    follower = key == 1 and getattr(request, "replica_id", -1) >= 0   # replication: exempt
+    if busy_s > 0 and key not in _REQUEST_QUOTA_EXEMPT and not follower:
         throttle = max(throttle, q.record(REQUEST, user, client, busy_s * 100.0))
     if throttle and response is not None and hasattr(response, "throttle_time_ms"):
         response.throttle_time_ms = max(response.throttle_time_ms, throttle)
