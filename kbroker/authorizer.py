@@ -22,7 +22,6 @@ Denials are logged at INFO on ``kafka.authorizer.logger`` as Kafka does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -277,16 +276,6 @@ def authorized_operations(ctx: RequestContext, resource_type: int, name: str) ->
     if a is None:
         return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type])
     return a.authorized_operations(ctx.principal, client_host(ctx.peer), resource_type, name)
-
-
-def filter_authorized(ctx: RequestContext, operation: int, resource_type: int,
-                      names: list[str], key: Callable[[Any], str] | None = None) -> list[Any]:
-    a = getattr(ctx.broker, "authorizer", None)   # test doubles of the state may lack it
-    if a is None:
-        return names
-    host = client_host(ctx.peer)
-    return [n for n in names if a.authorize(ctx.principal, host, operation, resource_type,
-                                            key(n) if key else n, log_if_denied=False)]
 
 
 def build_authorizer(config: Any, log_dir: str) -> AclAuthorizer | None:
