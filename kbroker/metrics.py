@@ -55,6 +55,14 @@ class TopicStats:
         d = self.replication_bytes_out if by_follower else self.bytes_out
         d[topic] = d.get(topic, 0) + size_bytes
 
+    def forget_all_but(self, topics: object) -> None:
+        """Drop the totals of topics not in ``topics`` (deleted ones: Kafka's
+        BrokerTopicStats.removeMetrics; a scrape then no longer shows them)."""
+        for name in self.__slots__:
+            d = getattr(self, name)
+            for topic in [t for t in d if t not in topics]:   # type: ignore[operator]
+                del d[topic]
+
     def clear(self) -> None:
         for name in self.__slots__:
             getattr(self, name).clear()

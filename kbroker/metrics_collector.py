@@ -103,11 +103,13 @@ class BrokerCollector(Collector):
     # ------------------------------------------------------------ on the loop: copy numbers
     def snapshot(self) -> Snapshot:
         t = TOPIC_STATS
+        state = self.broker.state
+        if state is not None:
+            t.forget_all_but(state.topics)
         snap = Snapshot(dict(t.messages_in), dict(t.bytes_in), dict(t.bytes_out),
                         dict(t.replication_bytes_out),
                         {k: list(v) for k, v in REQUEST_STATS.by_key.items()},
                         ISR_STATS.shrinks, ISR_STATS.expands)
-        state = self.broker.state
         if state is None:
             return snap
         snap.running = True

@@ -129,6 +129,13 @@ def test_counters_move_by_exactly_the_records_and_bytes_produced_and_consumed(br
     assert wait_until(lambda: value(scrape(port), "kafka_coordinator_group_groupmetadatamanager_numgroups",
                                     state="Empty") == 1)
 
+    # a deleted topic's series leave the scrape (Kafka's BrokerTopicStats.removeMetrics)
+    admin.delete_topics([TOPIC])[TOPIC].result(30)
+    gone = scrape(port)
+    assert not [k for k in gone if ("topic", TOPIC) in k[1] and not k[0].startswith("kafka_consumergroup_")]
+    # (kbroker keeps a deleted topic's committed offsets: no lag is computed for them)
+    assert not [k for k in gone if k[0] == "kafka_consumergroup_lag" and ("topic", TOPIC) in k[1]]
+
 
 def test_metrics_endpoint_is_off_unless_a_port_is_configured(broker):
     assert "metrics endpoint" not in broker.log_text()

@@ -48,3 +48,12 @@ def test_a_broker_that_is_stopping_still_serves_the_process_wide_totals():
     assert "kafka_server_brokertopicmetrics_messagesin" in names
     assert "kafka_network_requestmetrics_totaltime_seconds" in names
     assert "kafka_server_replicamanager_underreplicatedpartitions" not in names
+
+
+def test_the_totals_of_a_deleted_topic_are_forgotten():
+    t = TopicStats()
+    t.produced("kept", 1, 10)
+    t.produced("gone", 1, 10)
+    t.fetched("gone", 10, by_follower=True)
+    t.forget_all_but({"kept": object()})
+    assert (t.messages_in, t.bytes_in, t.replication_bytes_out) == ({"kept": 1}, {"kept": 10}, {})
