@@ -233,3 +233,33 @@ def read_until_closed(sock: socket.socket) -> bool:
     except ConnectionResetError:
         pass
     return True   # socket.timeout (not closed within 60 s) propagates and fails the test
+
+
+# ---------------------------------------------------------------- Kafka's Java clients
+def java_produce_consume(bootstrap: str, topic: str, props: dict[str, str]) -> str:
+    from tests.compat.java_admin import JAVA_DIR, java_client_classpath
+
+    done = subprocess.run(["java", "-cp", java_client_classpath(), str(JAVA_DIR / "SecureProduceConsume.java"),
+                           bootstrap, topic, "10", *(f"{k}={v}" for k, v in props.items())],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [line for line in done.stdout.splitlines() if line.startswith(("consumed ", "error "))][-1]
+
+
+def test_java_clients_over_mutual_tls_and_sasl_ssl_with_scram(tls_broker, certs):
+    with open(f"{certs}/client.pem", "w") as out:   # Java's PEM keystore: key and chain in one file
+        out.write(open(f"{certs}/client.key").read() + open(f"{certs}/client.crt").read())
+    trust = {"ssl.truststore.type": "PEM", "ssl.truststore.location": f"{certs}/ca.crt"}
+    mtls = {"security.protocol": "SSL", "ssl.keystore.type": "PEM", "ssl.keystore.location": f"{certs}/client.pem",
+            **trust}
+    assert java_produce_consume(f"127.0.0.1:{tls_broker.ports['MTLS']}", "java-mtls", mtls) == "consumed 10 v0 v9"
+    user, pw = USERS["SCRAM-SHA-512"]
+    scram = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", **trust,
+             "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                 f'username="{user}" password="{pw}";'}
+    assert java_produce_consume(f"127.0.0.1:{tls_broker.ports['SASL_SSL']}", "java-scram", scram) == \
+        "consumed 10 v0 v9"
+    wrong = {**scram, "sasl.jaas.config": scram["sasl.jaas.config"].replace(pw, "nope")}
+    assert java_produce_consume(f"127.0.0.1:{tls_broker.ports['SASL_SSL']}", "java-wrong", wrong) == (
+        "error org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed during "
+        "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512")
