@@ -5,6 +5,7 @@ a group's lag per partition)."""
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.error
 from collections.abc import Iterator
@@ -111,15 +112,20 @@ def test_a_page_of_an_unreachable_cluster_answers_502_with_the_reason(console_fo
 def test_a_brokers_own_console_reads_through_its_plaintext_listener_when_the_first_needs_sasl(tmp_path: Path):
     from tests.compat.security_helpers import PLAIN_JAAS
 
-    sasl_port, plain_port, console_port = free_port(), free_port(), free_port()
+    sasl_port, plain_port, console_port, metrics_port = free_port(), free_port(), free_port(), free_port()
     broker = BrokerProcess(tmp_path / "data", port=sasl_port, overrides={
         "listeners": f"SASL_PLAINTEXT://127.0.0.1:{sasl_port},PLAINTEXT://127.0.0.1:{plain_port}",
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        "kbroker.console.listener": f"http://127.0.0.1:{console_port}"}).start()
+        "kbroker.console.listener": f"http://127.0.0.1:{console_port}",
+        "kbroker.metrics.port": str(metrics_port)}).start()
     try:
         rows = cells(get(f"http://127.0.0.1:{console_port}/brokers"), "brokers")
         assert [r[:3] for r in rows] == [["1", "127.0.0.1", str(plain_port)]]
+        # the console's connections are on PLAINTEXT; /metrics counts per listener
+        metrics = get(f"http://127.0.0.1:{metrics_port}/metrics")
+        counts = dict(re.findall(r'kafka_server_socketservermetrics_connection_count\{listener="(\w+)"\} (\S+)', metrics))
+        assert counts["SASL_PLAINTEXT"] == "0.0" and float(counts["PLAINTEXT"]) >= 1
     finally:
         broker.stop()
     assert "Traceback" not in broker.log_text(), broker.log_text()
