@@ -3,7 +3,8 @@
 
 * all topics asked for: only the topics it may Describe, the others silently left out;
 * topics asked for by name: those it may not Describe answer TOPIC_AUTHORIZATION_FAILED
-  whether they exist or not (their existence is not disclosed);
+  whether they exist or not (their existence is not disclosed), after the others (Kafka's
+  order: answered topics, refused Create, refused Describe);
 * a topic that would be auto-created needs Create on the cluster or on the topic, else
   TOPIC_AUTHORIZATION_FAILED and nothing is created;
 * ``cluster_authorized_operations`` (v8-10, when asked): 0 without Describe on the
@@ -29,14 +30,15 @@ def topic_access(ctx: RequestContext, names: list[Any], creatable: list[str],
     if all_topics:
         return [n for n in names
                 if a.authorize(ctx.principal, host, DESCRIBE, TOPIC, n, log_if_denied=False)], {}
-    denied = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in names
-              if n is not None and not authorize(ctx, DESCRIBE, TOPIC, n)}
-    creatable = [n for n in creatable if n not in denied]
+    no_describe = [n for n in names if n is not None and not authorize(ctx, DESCRIBE, TOPIC, n)]
+    creatable = [n for n in creatable if n not in no_describe]
+    no_create = []
     if creatable and not a.authorize(ctx.principal, host, CREATE, CLUSTER, CLUSTER_NAME, log_if_denied=False):
-        for n in creatable:
-            if not authorize(ctx, CREATE, TOPIC, n):
-                denied[n] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    return names, denied
+        no_create = [n for n in creatable if not authorize(ctx, CREATE, TOPIC, n)]
+    refused = no_create + no_describe
+    # Kafka's order: the topics answered, then those refused Create, then those refused Describe
+    ordered = [n for n in names if n not in refused] + refused
+    return ordered, {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in refused}
 
 
 def cluster_operations(ctx: RequestContext, unrestricted: int) -> int:

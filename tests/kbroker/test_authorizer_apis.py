@@ -85,9 +85,12 @@ def metadata(state, names, version=12, principal=ALICE, auto=True):
 def test_metadata_lists_only_described_topics_and_refuses_named_ones(state):
     # Read implies Describe (and a Deny of Write does not take it away); AlterConfigs does not
     assert sorted(t.name for t in metadata(state, None).topics) == ["visible"]
-    answer = {t.name: t.error_code for t in metadata(state, ["visible", "hidden", "absent"]).topics}
-    assert answer == {"visible": 0, "hidden": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                      "absent": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    answer = [(t.name, t.error_code, t.topic_authorized_operations)
+              for t in metadata(state, ["hidden", "visible", "absent"]).topics]
+    # Kafka's order: answered topics first, then the refused ones (no authorized operations)
+    assert answer == [("visible", 0, (1 << READ) | (1 << DESCRIBE)),
+                      ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, -(1 << 31)),
+                      ("absent", ErrorCode.TOPIC_AUTHORIZATION_FAILED, -(1 << 31))]
     assert sorted(t.name for t in metadata(state, None, principal="User:admin").topics) == \
         ["hidden", "pre-x", "visible"]
 
