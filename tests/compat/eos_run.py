@@ -1,0 +1,116 @@
+"""Driving tests/compat/eos_worker.py and checking its output exactly once; shared by the
+single-node test (tests/compat/test_transactions_eos.py) and the cluster one
+(tests/cluster/test_transactions_cluster.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+from confluent_kafka import Producer
+
+from tests.compat.admin_helpers import wait_until
+from tests.compat.broker_process import ROOT
+from tests.compat.txn_workload import read_all
+
+
+class EosWorker:
+    """The worker process; ``progress`` is the last committed input offset sum it printed."""
+
+    def __init__(self, bootstrap: str, src: str, dst: str, partitions: int,
+                 group: str = "eos", txn_id: str = "eos-txn") -> None:
+        self.args = [sys.executable, "-m", "tests.compat.eos_worker", bootstrap, src, dst,
+                     str(partitions), group, txn_id]
+        self.lines: list[str] = []
+        self.progress = 0
+        self._changed = threading.Condition()
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> EosWorker:
+        self.proc = subprocess.Popen(self.args, cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+        return self
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._changed:
+                self.lines.append(line)
+                if line.startswith("progress "):
+                    self.progress = int(line.split()[1])
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    @property
+    def restarts(self) -> list[str]:
+        return [line for line in self.lines if line.startswith("restart ")]
+
+    def wait_progress(self, at_least: int, timeout_s: float) -> int:
+        """Wait (returns at once when reached) until ``progress >= at_least``."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.progress >= at_least or self.proc.poll() is not None,
+                                   timeout_s)
+            return self.progress
+
+    def stop(self) -> int:
+        """SIGTERM: the worker finishes the transaction it is in and exits."""
+        assert self.proc is not None
+        self.proc.terminate()
+        try:
+            return self.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def output_tail(self) -> str:
+        return "".join(self.lines[-40:])
+
+
+def produce_input(bootstrap: str, topic: str, n: int, partitions: int) -> None:
+    """``n`` records, key ``i`` and value ``v<i>``, record i to partition i % partitions."""
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20,
+                  "batch.num.messages": 5000})
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, key=b"%d" % i, value=b"v%d" % i, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.1)
+    assert p.flush(120) == 0
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str) -> dict[int, int]:
+    """ListOffsets latest with the isolation level: the high watermarks, or the LSOs."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation)
+    try:
+        ends = c.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+        return {tp.partition: o for tp, o in ends.items()}
+    finally:
+        c.close()
+
+
+def check_exactly_once(bootstrap: str, src: str, dst: str, partitions: int, n: int) -> None:
+    """The output read with read_committed is the input transformed, each record once, in
+    order, per partition (no duplicate, no gap)."""
+    src_end = end_offsets(bootstrap, src, partitions, "read_uncommitted")
+    assert sum(src_end.values()) == n
+    dst_end = end_offsets(bootstrap, dst, partitions, "read_uncommitted")
+    # every transaction ended: the LSO reaches the high watermark once the markers are in
+    lso = wait_until(lambda: end_offsets(bootstrap, dst, partitions, "read_committed"),
+                     lambda v: v == dst_end, timeout_s=180, interval_s=0.5)
+    assert lso == dst_end
+    inputs = read_all(bootstrap, src, "read_uncommitted", end=src_end, partitions=partitions,
+                      timeout_s=600)
+    outputs = read_all(bootstrap, dst, "read_committed", end=dst_end, partitions=partitions,
+                       timeout_s=600)
+    for p in range(partitions):
+        want = [b"out-" + v for part, _, _, v in inputs if part == p]
+        got = [v for part, _, _, v in outputs if part == p]
+        assert len(got) == len(want), (p, len(got), len(want))
+        assert got == want, p

@@ -1,0 +1,82 @@
+"""A consume-transform-produce worker (confluent-kafka, exactly once), run as its own process
+by the transaction tests while they kill the broker(s) under it.
+
+    python -m tests.compat.eos_worker BOOTSTRAP INPUT OUTPUT PARTITIONS GROUP TRANSACTIONAL_ID
+
+Reads INPUT (read_committed, the group's committed offsets), writes each record's key and
+``b"out-" + value`` to the same partition of OUTPUT and commits the input offsets with
+``send_offsets_to_transaction`` in the same transaction: the standard exactly-once loop.
+On any error (broker gone, fenced, timed out) it drops its producer and consumer and starts
+over with new ones: ``init_transactions`` of the same transactional id completes or aborts
+whatever the previous producer left, and the new consumer starts from the group's committed
+offsets (fetched with require_stable, so never from an offset still pending).
+
+Prints ``progress N`` (N = sum of the committed input offsets) after every commit and
+``restart <error>`` when it starts over; stops between transactions on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+BATCH = 2000
+TIMEOUT_S = 30
+# librdkafka 2.x re-bootstraps when every broker is gone (the broker being killed) and then
+# decommissions the brokers it knew; send_offsets_to_transaction can then wait forever on
+# the decommissioned group coordinator, past its timeout (confluentinc/librdkafka#5456,
+# #5511).  Without re-bootstrap the client reconnects to the same broker address, as a
+# client of a single broker should.
+NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
+
+
+def main() -> int:
+    bootstrap, src, dst, partitions, group, txn_id = sys.argv[1:7]
+    tps = [TopicPartition(src, p) for p in range(int(partitions))]
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    while not stopping:
+        producer = consumer = None
+        try:
+            producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                                 "linger.ms": 5, "transaction.timeout.ms": 60000,
+                                 **NO_REBOOTSTRAP})
+            producer.init_transactions(TIMEOUT_S)
+            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                 "isolation.level": "read_committed",
+                                 "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                 **NO_REBOOTSTRAP})
+            committed = consumer.committed(tps, TIMEOUT_S)
+            done = {tp.partition: max(tp.offset, 0) for tp in committed}  # committed offsets
+            consumer.assign([TopicPartition(src, p, o) for p, o in done.items()])
+            while not stopping:
+                msgs = [m for m in consumer.consume(BATCH, 0.5) if m.error() is None]
+                if not msgs:
+                    continue
+                producer.begin_transaction()
+                for m in msgs:
+                    producer.produce(dst, key=m.key(), value=b"out-" + m.value(),
+                                     partition=m.partition())
+                positions = consumer.position(consumer.assignment())
+                producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(),
+                                                     TIMEOUT_S)
+                producer.commit_transaction(TIMEOUT_S)
+                done.update((tp.partition, tp.offset) for tp in positions if tp.offset >= 0)
+                print(f"progress {sum(done.values())}", flush=True)
+        except KafkaException as e:
+            print(f"restart {e.args[0]}", flush=True)
+            time.sleep(0.5)  # a new client per retry: do not spin while the broker is down
+        finally:
+            if producer is not None:
+                producer.purge()
+                del producer
+            if consumer is not None:
+                consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

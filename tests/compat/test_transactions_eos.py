@@ -1,0 +1,28 @@
+"""Exactly once through kill -9: a confluent-kafka consume-transform-produce loop
+(tests/compat/eos_worker.py, send_offsets_to_transaction) over 100,000 records while the
+broker process is killed with SIGKILL three times and restarted on the same data; the
+output read with read_committed is the input, each record once, in order."""
+
+from __future__ import annotations
+
+from tests.compat.eos_run import EosWorker, check_exactly_once, produce_input
+from tests.compat.txn_workload import create_topic
+
+N = 100_000
+PARTITIONS = 4
+
+
+def test_consume_transform_produce_is_exactly_once_through_three_kill_9s(broker):
+    create_topic(broker.bootstrap, "eos-in", PARTITIONS)
+    create_topic(broker.bootstrap, "eos-out", PARTITIONS)
+    produce_input(broker.bootstrap, "eos-in", N, PARTITIONS)
+    worker = EosWorker(broker.bootstrap, "eos-in", "eos-out", PARTITIONS).start()
+    try:
+        for fraction in (0.2, 0.45, 0.7):
+            seen = worker.wait_progress(int(N * fraction), timeout_s=600)
+            assert seen >= N * fraction, worker.output_tail()
+            broker.restart(clean=False)   # kill -9, then the same data dir and port
+        assert worker.wait_progress(N, timeout_s=900) == N, worker.output_tail()
+    finally:
+        assert worker.stop() == 0, worker.output_tail()
+    check_exactly_once(broker.bootstrap, "eos-in", "eos-out", PARTITIONS, N)
