@@ -183,3 +183,13 @@ def test_a_topic_created_in_the_form_can_be_deleted_after_typing_its_name(site, 
 def test_a_page_for_an_unknown_topic_answers_not_found(site, browser):
     browser.get(site.url + "/topics/no-such-topic")
     assert "no topic no-such-topic" in browser.find_element(By.TAG_NAME, "body").text
+
+
+def test_every_resource_a_page_loads_comes_from_the_console_itself(site, browser):
+    for path in ("/", f"/topics/{ORDERS}", f"/topics/{ORDERS}/messages", f"/groups/{GROUP}"):
+        browser.get(site.url + path)
+        wait_for(lambda: browser.execute_script("return document.readyState") == "complete")
+        loaded = browser.execute_script(
+            "return performance.getEntriesByType('resource').map(function (e) { return e.name; })")
+        assert {u.split("?")[0] for u in loaded} >= {site.url + "/static/console.css", site.url + "/static/console.js"}
+        assert [u for u in loaded if not u.startswith(site.url + "/")] == []
