@@ -209,6 +209,9 @@ class LocalLog:
                 max_position = pos.position if pos is not None else segment.size()
             info = segment.read(start_offset, max_length, max_position, min_one_message, start_position)
             if info is not None:
+                if info.next_batch is not None:
+                    # cut by the size limit: the partition's next fetch starts at the batch after
+                    self._read_hint = (info.next_batch[0], segment, info.next_batch[1])
                 records = info.records
                 if (records.length and records.position + records.length == max_position
                         and segment.base_offset == max_offset_metadata.segment_base_offset

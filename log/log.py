@@ -311,6 +311,11 @@ class Log:
             segment = self.segments.get(meta.segment_base_offset)
             if segment is None:
                 return []
+            # no aborted transaction indexed from this segment on (the usual case): nothing
+            # to collect, and the upper bound's index search would be the read's dearest part
+            if segment.txn_index.is_empty() and all(
+                    s.txn_index.is_empty() for s in self.segments.higher_segments(segment.base_offset)):
+                return []
             upper = segment.fetch_upper_bound_offset(OffsetPosition(meta.message_offset, meta.relative_position_in_segment), size)
             if upper is None:
                 nxt = self.segments.higher_segment(segment.base_offset)

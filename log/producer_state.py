@@ -493,6 +493,8 @@ class ProducerStateManager:
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
         """Completed transactions whose marker is below the HW no longer hold the LSO back."""
+        if not self.unreplicated_txns:   # the usual case; called for every partition read (the LSO)
+            return
         for first in [f for f, t in self.unreplicated_txns.items()
                       if t.last_offset is not None and t.last_offset < high_watermark]:
             del self.unreplicated_txns[first]

@@ -224,12 +224,16 @@ class LogSegment:
             slot = self.offset_index._largest_lower_bound_slot(limit, by_value=True)
             if slot >= 0:
                 end = max(end, self.offset_index._value(slot))
+            next_batch = None
             for pos, h in self.log.batch_headers_from(end, max_position):
                 nxt = pos + h.batch_length + LOG_OVERHEAD
                 if nxt > limit:
+                    next_batch = (h.base_offset, pos)   # pos == end: the first batch left out
                     break
                 end = nxt
             fetch_size = end - start.position
+            if next_batch is not None and fetch_size > 0:
+                return FetchDataInfo(metadata, self.log.slice(start.position, fetch_size), next_batch=next_batch)
         elif fetch_size < max_position - start.position:
             fetch_size = start.size
         return FetchDataInfo(metadata, self.log.slice(start.position, fetch_size))

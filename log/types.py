@@ -138,6 +138,10 @@ class FetchDataInfo:
     # read_committed reads only: the aborted transactions (log.txn_index.AbortedTxn) that
     # overlap the records read (None for other isolation levels)
     aborted_transactions: list | None = None
+    # (base offset, file position) of the batch right after the records, when the read
+    # stopped at its size limit with more batches below the bound: where the next fetch of
+    # this partition starts (LocalLog's read hint)
+    next_batch: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,3 +94,38 @@ def test_a_hint_into_a_segment_replaced_or_deleted_is_not_used(tmp_path, no_inde
     log.local_log._read_hint = (3, gone, 0)
     with pytest.raises(AssertionError, match="searched in the index"):
         _read(log, 3)   # the hint was refused: the normal (index) path ran
+
+
+def test_a_read_cut_by_its_size_limit_remembers_the_batch_it_left_out(tmp_path):
+    log = open_log(tmp_path, CONFIG)
+    written = _appended(log, 10)
+    size = len(written[0])
+    info = log.read(0, 3 * size + size // 2, HW, True)   # room for three and a half batches
+    assert info.records.read() == b"".join(written[:3])
+    offset, segment, position = log.local_log._read_hint
+    assert (offset, position) == (9, 3 * size)            # 3 records a batch: the fourth starts at offset 9
+
+
+def test_the_next_read_after_a_cut_starts_at_the_hint_without_searching_the_index(tmp_path, monkeypatch):
+    log = open_log(tmp_path, CONFIG)
+    written = _appended(log, 10)
+    size = len(written[0])
+    log.read(0, 3 * size + 1, HW, True)
+    calls = []
+    original = LogSegment.translate_offset
+    monkeypatch.setattr(LogSegment, "translate_offset",
+                        lambda self, *a: calls.append(a) or original(self, *a))
+    assert log.read(9, 2 * size, HW, True).records.read() == b"".join(written[3:5])
+    assert calls == []
+    assert log.local_log._read_hint[:1] == (15,)
+
+
+def test_a_read_committed_read_of_a_log_without_aborted_transactions_answers_none_without_a_search(tmp_path,
+                                                                                                   monkeypatch):
+    log = open_log(tmp_path, CONFIG)
+    written = _appended(log, 4)
+    monkeypatch.setattr(LogSegment, "fetch_upper_bound_offset",
+                        lambda *a: (_ for _ in ()).throw(AssertionError("upper bound searched")))
+    info = log.read(0, 1 << 20, FetchIsolation.TXN_COMMITTED, True)
+    assert info.records.read() == b"".join(written)
+    assert info.aborted_transactions == []
