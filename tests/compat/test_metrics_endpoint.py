@@ -176,3 +176,18 @@ def test_a_metrics_port_already_taken_stops_start_up_with_the_address_in_the_mes
     assert r.returncode == 1
     assert f"cannot start: [Errno 98] error while attempting to bind on address ('127.0.0.1', {port})" in r.stderr
     assert "shut down (kbroker id=1) cleanly" in r.stderr   # what had started was stopped first
+
+
+def test_the_grafana_dashboard_is_importable_json_with_unique_panel_ids_and_no_overlapping_panels():
+    dashboard = json.loads((ROOT / "docs" / "grafana" / "kbroker.json").read_text())
+    assert dashboard["uid"] == "kbroker-overview"
+    assert [i["name"] for i in dashboard["__inputs"]] == ["DS_PROMETHEUS"]
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    cells = set()
+    for p in dashboard["panels"]:
+        g = p["gridPos"]
+        assert g["x"] + g["w"] <= 24
+        area = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        assert not cells & area, p["title"]
+        cells |= area
