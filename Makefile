@@ -8,7 +8,8 @@ PIP    := $(PY) -m pip
 SCHEMAS ?= ../shared/kafka-protocol
 
 .PHONY: run test deps-system spark-jars zookeeper-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
-        bench bench-quick bench-profile bench-cluster kafka-jars clean cluster cluster-stop
+        bench bench-quick bench-profile bench-cluster kafka-jars clean cluster cluster-stop \
+        bench-small-wide bench-curves bench-memory bench-cores
 
 $(VENV)/.run-installed: pyproject.toml setup.py log/_record_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -108,6 +109,26 @@ bench-quick: $(VENV)/.bench-installed kafka-jars
 ## three Apache Kafka KRaft brokers, one run (~10 min); writes bench/results/cluster_bench.md/.json
 bench-cluster: $(VENV)/.bench-installed kafka-jars zookeeper-jars
 	$(PY) -m bench.cluster_bench
+
+## bench-small-wide: small idempotent acks=all produce (linger 0, 64 partitions) and a wide fetch
+## (500 partitions), kbroker vs Kafka, 3 repetitions (~6 min); writes bench/results/small_wide.md/.json
+bench-small-wide: $(VENV)/.bench-installed kafka-jars
+	$(PY) -m bench.small_wide_bench
+
+## bench-curves: produce/consume MB/s and broker CPU s/GB as partitions (10..10,000) and producer
+## connections (1..100) grow, kbroker vs Kafka (~15 min); writes bench/results/cost_curves.md/.json/.png
+bench-curves: $(VENV)/.bench-installed kafka-jars
+	$(PY) -m bench.cost_curves
+
+## bench-memory: peak RSS during the side-by-side produce/consume workloads, kbroker vs Kafka with
+## its default 1 GiB heap and with a heap sized to the workload (~8 min); writes bench/results/memory.md
+bench-memory: $(VENV)/.bench-installed kafka-jars
+	$(PY) -m bench.memory_bench
+
+## bench-cores: one kbroker vs two kbroker brokers in one cluster on this machine vs one Kafka
+## (~10 min); writes bench/results/cores.md/.json
+bench-cores: $(VENV)/.bench-installed kafka-jars zookeeper-jars
+	$(PY) -m bench.cores_bench
 
 ## bench-profile: kbroker under cProfile during the produce and consume workloads;
 ## writes bench/results/profile.md
