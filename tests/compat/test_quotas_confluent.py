@@ -79,7 +79,7 @@ def test_a_1mb_per_second_client_quota_holds_that_client_and_leaves_another_unth
 
     rate = slow_bytes[0] / slow_bytes[1]
     elapsed = slow_bytes[1]
-    print(f"slow client {rate / QUOTA:.2f} MiB/s over {elapsed:.1f} s, throttles up to {max(slow_throttles or [0])} ms; "
+    print(f"slow client {rate / QUOTA:.2f} MiB/s over {elapsed:.1f} s, throttles up to {max(slow_throttles or [0]):.3f} s (librdkafka reports seconds); "
           f"fast client {fast_bytes[0] / fast_bytes[1] / QUOTA:.2f} MiB/s")
     assert slow_throttles and max(slow_throttles) > 0, "the quota never throttled the slow client"
     assert 0.5 * QUOTA <= rate <= 1.6 * QUOTA, f"slow client: {rate / QUOTA:.2f} MiB/s over {elapsed:.1f} s"
