@@ -216,3 +216,33 @@ def test_a_client_over_its_request_quota_gets_throttle_time_ms_and_is_not_read_m
     other = asyncio.run(run("d"))
     assert throttle_of(other) == 0 and other.events == []
     quotas.close()
+
+
+def test_apply_quotas_counts_produce_and_consumer_fetch_record_bytes_and_exempts_followers(tmp_path):
+    from kbroker.quotas import apply_quotas
+    from wire.messages import FetchRequest, FetchResponse, ProduceRequest, ProduceResponse
+
+    clock = Clock()
+    q = QuotaManager(str(tmp_path), clock=clock)
+    q.set(("alice", None), {PRODUCE: 100.0, FETCH: 100.0}).result(60)
+
+    def ctx_for(key: int) -> RequestContext:
+        return RequestContext(key, 9 if key == 0 else 12, 1, "app", SimpleNamespace(quotas=q), "127.0.0.1:1",
+                              "User:alice")
+
+    P = ProduceRequest
+    produce = P(acks=1, timeout_ms=1000, topic_data=[P.TopicProduceData(name="t", partition_data=[
+        P.PartitionProduceData(index=0, records=memoryview(b"x" * 3000))])])
+    resp = ProduceResponse(responses=[], throttle_time_ms=0)
+    # 3000 B over the 10 s minimum window = 300 B/s against 100: (300 - 100) / 100 * 10 s
+    assert apply_quotas(ctx_for(0), produce, resp, 0.0) == 20_000 == resp.throttle_time_ms
+
+    F = FetchResponse
+    fetched = F(throttle_time_ms=0, responses=[F.FetchableTopicResponse(topic="t", partitions=[
+        F.PartitionData(partition_index=0, records=memoryview(b"y" * 2000))])])
+    consumer = FetchRequest(replica_id=-1, topics=[])
+    assert apply_quotas(ctx_for(1), consumer, fetched, 0.0) == 10_000 == fetched.throttle_time_ms
+    follower = FetchRequest(replica_id=2, topics=[])
+    again = F(throttle_time_ms=0, responses=fetched.responses)
+    assert apply_quotas(ctx_for(1), follower, again, 0.5) == 0 == again.throttle_time_ms
+    q.close()
