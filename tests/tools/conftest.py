@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from tests.compat.broker_process import BrokerProcess
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("tools") / "data").start()
+def broker():
+    # its own temp dir, not pytest's numbered basetemp, which pytest sessions running beside
+    # this one (the machine is shared) may prune while the broker still uses it
+    root = Path(tempfile.mkdtemp(prefix="kbroker-tools-"))
+    b = BrokerProcess(root / "data").start()
     yield b
     b.stop()
+    shutil.rmtree(root, ignore_errors=True)
     assert "Traceback" not in b.log_text(), b.log_text()

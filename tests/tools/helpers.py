@@ -16,6 +16,8 @@ LOG4J2 = Path(__file__).resolve().parent / "log4j2-quiet.properties"
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 GET_OFFSET_SHELL = "org.apache.kafka.tools.GetOffsetShell"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
 
 
 @dataclass
