@@ -9,7 +9,7 @@ SCHEMAS ?= ../shared/kafka-protocol
 
 .PHONY: run test deps-system spark-jars zookeeper-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
         bench bench-quick bench-profile bench-cluster kafka-jars clean cluster cluster-stop \
-        bench-small-wide bench-curves bench-memory bench-cores
+        bench-small-wide bench-curves bench-memory bench-cores bench-txn
 
 $(VENV)/.run-installed: pyproject.toml setup.py log/_record_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -129,6 +129,11 @@ bench-memory: $(VENV)/.bench-installed kafka-jars
 ## (~10 min); writes bench/results/cores.md/.json
 bench-cores: $(VENV)/.bench-installed kafka-jars zookeeper-jars
 	$(PY) -m bench.cores_bench
+
+## bench-txn: transactional produce (Java ProducerPerformance --transactional-id, a commit every
+## 100 ms) and the same idempotent, kbroker vs Kafka (~8 min); writes bench/results/txn.md/.json
+bench-txn: $(VENV)/.bench-installed kafka-jars
+	$(PY) -m bench.txn_bench
 
 ## bench-profile: kbroker under cProfile during the produce and consume workloads;
 ## writes bench/results/profile.md
