@@ -149,6 +149,11 @@ bench-log: $(VENV)/.test-installed
 bench-group: $(VENV)/.test-installed
 	$(PY) -m bench.group_bench
 
+## bench-tls: TLS produce/consume MB/s, kbroker vs Kafka on the same openssl certificates
+## (~8 min); writes bench/results/tls.md/.json
+bench-tls: $(VENV)/.bench-installed kafka-jars
+	$(PY) -m bench.tls_bench 100000 1000 3
+
 ## certs: test certificates (CA, broker PEM/PKCS12, client, a client of another CA) in certs/
 ## with openssl, for trying the SSL/SASL_SSL listeners (README "Security"); tests make their own
 certs:

@@ -135,6 +135,9 @@ class Broker:
                 self._server = server
             self.state.bound_ports[spec.name] = server.sockets[0].getsockname()[1]
             self.listener_ports[spec.name] = self.state.bound_ports[spec.name]
+            log.info("listener %s (%s%s) bound to %s:%d", spec.name, spec.protocol,
+                     f", SASL {','.join(spec.sasl_mechanisms)}" if spec.is_sasl else "",
+                     spec.host or "*", self.listener_ports[spec.name])
 
     async def _start_ops_endpoints(self, host: str | None) -> None:
         """/metrics and the web console, when configured (issue 18; both off by default)."""
