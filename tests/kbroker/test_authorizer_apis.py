@@ -188,3 +188,34 @@ def test_without_an_authorizer_every_api_answers_as_before(tmp_path):
         assert [r.error_code for r in resp.responses] == [0]
     finally:
         s.shutdown()
+
+
+def test_group_apis_check_the_group_per_entry(state):
+    from kbroker.acl import GROUP
+    from wire.messages import (
+        DeleteGroupsRequest,
+        DescribeGroupsRequest,
+        FindCoordinatorRequest,
+        JoinGroupRequest,
+        OffsetFetchRequest,
+    )
+
+    grant(state, (GROUP, "g", LITERAL, DESCRIBE, ALLOW))
+    found = call(state, 10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=["g", "h"]))
+    assert sorted((c.key, c.error_code) for c in found.coordinators) == [
+        ("g", 0), ("h", ErrorCode.GROUP_AUTHORIZATION_FAILED)]
+    assert call(state, 10, 3, FindCoordinatorRequest(key="h", key_type=0)).error_code == \
+        ErrorCode.GROUP_AUTHORIZATION_FAILED
+    described = call(state, 15, 5, DescribeGroupsRequest(groups=["h", "g"], include_authorized_operations=True))
+    assert [(g.group_id, g.error_code, g.authorized_operations) for g in described.groups] == [
+        ("g", 0, 1 << DESCRIBE), ("h", ErrorCode.GROUP_AUTHORIZATION_FAILED, -(1 << 31))]
+    deleted = call(state, 42, 2, DeleteGroupsRequest(groups_names=["g"]))
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [("g", ErrorCode.GROUP_AUTHORIZATION_FAILED)]
+    G = OffsetFetchRequest.OffsetFetchRequestGroup
+    fetched = call(state, 9, 8, OffsetFetchRequest(groups=[G(group_id="g", topics=None), G(group_id="h", topics=None)]))
+    assert sorted((g.group_id, g.error_code) for g in fetched.groups) == [
+        ("g", 0), ("h", ErrorCode.GROUP_AUTHORIZATION_FAILED)]
+    # Describe is not Read: JoinGroup is refused as a whole
+    joined = call(state, 11, 7, JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                                 member_id="", protocol_type="consumer", protocols=[]))
+    assert joined.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
