@@ -38,6 +38,10 @@ class _Log:
 class _Appended:
     last_offset: int
 
+    @property
+    def first_offset(self) -> int:  # one batch stands for one offset here
+        return self.last_offset
+
 
 class _Partition:
     leader_epoch = 0
