@@ -23,6 +23,15 @@ reader cannot make the broker buffer without bound: what a connection holds is a
 ``MAX_PENDING`` responses, and the record bytes of a Fetch response sent with sendfile
 are never in memory at all.
 
+Security (kbroker/listeners.py).  Each connection belongs to one listener; its requests carry
+that listener's name and the connection's principal (``User:ANONYMOUS``; the client
+certificate's mapped subject on SSL; the SASL user once authenticated).  On a SASL listener
+every frame first goes to the connection's SaslAuthenticator (kbroker/sasl_authenticator.py)
+until authentication completes (and, with KIP-368 re-authentication, for the session); its
+answers take response slots like any other and a failure is answered, then the connection
+closed.  On a TLS listener the transport encrypts: slices are read into bytes instead of raw
+mode (no sendfile under TLS).
+
 Zero-copy Fetch.  A response part that is a :class:`~log.file_records.PinnedSlice`
 (records of a large slice, kbroker/record_sending.py) goes from the page cache to the
 socket with ``os.sendfile``.  Neither uvloop's transport nor its loop can sendfile
