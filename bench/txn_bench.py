@@ -90,6 +90,14 @@ def report(reps: list[dict[str, Any]], sizes: Sizes, facts: dict[str, str]) -> s
         lines.append(f"| {title} | {paired.cell(paired.values(reps, fid, KB), ',.0f')} | "
                      f"{paired.cell(paired.values(reps, fid, KAFKA), ',.0f')} | "
                      f"{paired.cell(paired.ratios(reps, fid))} |")
+    lines += ["", "Broker CPU seconds for the workload (user+system of the broker process):", "",
+              "| workload | kbroker | Kafka |", "|---|---|---|"]
+    for name in ("transactional", "idempotent"):
+        cpu = {b: [r["cpu"][name][b] for r in reps if b in r.get("cpu", {}).get(name, {})]
+               for b in (KB, KAFKA)}
+        lines.append(f"| {name} | {paired.cell(cpu[KB])} | {paired.cell(cpu[KAFKA])} |")
+    lines += ["", "Both producers are Kafka's Java client on the same 2 cores as the brokers; at "
+              "these rates the client, not the broker, sets the pace (see the CPU seconds)."]
     failed = paired.failures(reps)
     if failed:
         lines += ["", "Failures:", *failed]
