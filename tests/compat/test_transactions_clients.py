@@ -173,6 +173,29 @@ def test_send_offsets_to_transaction_commits_the_groups_offsets_with_the_output(
         for j in range(10)]
 
 
+def test_a_subscribed_consumers_offsets_are_committed_with_its_member_id_and_generation(broker):
+    create_topic(broker.bootstrap, "in")
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(9):
+        plain.produce("in", key=b"%d" % i, value=b"v%d" % i, partition=i % PARTITIONS)
+    assert plain.flush(60) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "subscribed",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed"})
+    c.subscribe(["in"])
+    got: list = []
+    while len(got) < 9:
+        got += [m for m in c.consume(9, 1.0) if not m.error()]
+    meta = c.consumer_group_metadata()   # member id and generation: TxnOffsetCommit v3 checks them
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "subscribed-txn"})
+    p.init_transactions(60)
+    p.begin_transaction()
+    p.send_offsets_to_transaction(c.position(c.assignment()), meta, 60)
+    p.commit_transaction(60)
+    c.close()
+    assert _committed(broker.bootstrap, "subscribed", "in", stable=True) == [3] * PARTITIONS
+
+
 def test_a_fenced_producer_cannot_commit_offsets_or_records(broker):
     create_topic(broker.bootstrap, "out")
     old = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "zombie"})
