@@ -61,7 +61,9 @@ CONNECTION_TOPIC_PARTITIONS = 10
 def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 600) -> float:
     """Create a topic and wait until the metadata shows every partition with a leader;
     returns the seconds that took (a figure of its own at 10,000 partitions)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # socket.timeout.ms: librdkafka's per-request timeout (60 s default) would end a long
+    # CreateTopics before the broker answers
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout_s * 1000)})
     t0 = time.monotonic()
     first = min(partitions, KAFKA_CREATE_STEP)
     admin.create_topics([NewTopic(topic, first, 1)], request_timeout=timeout_s)[topic].result(timeout_s)
@@ -110,7 +112,8 @@ def produce_many(bootstrap: str, topic: str, n: int, connections: int, partition
     return elapsed
 
 
-def body(mib: int) -> Any:
+def body(mib: int, partition_points: tuple[int, ...] = PARTITION_POINTS,
+         connection_points: tuple[int, ...] = CONNECTION_POINTS) -> Any:
     n = mib * paired.MIB // 1024
     gb = n * 1024 / 1e9
 
@@ -123,18 +126,18 @@ def body(mib: int) -> Any:
     def run(i: int, order: list[str], tmp: Path) -> dict[str, Any]:
         rep: dict[str, Any] = {"create_s": {}}
         with paired.both_brokers(tmp, order) as brokers:
-            for b in order:
+            for b in order if connection_points else []:
                 create_topic(brokers[b].bootstrap, "connections", CONNECTION_TOPIC_PARTITIONS)
-            for c in CONNECTION_POINTS:
+            for c in connection_points:
                 def conns(bs: str, pid: int, c: int = c) -> dict[str, float]:
                     cpu0 = workloads.cpu_seconds(pid)
                     s = produce_many(bs, "connections", n, c, CONNECTION_TOPIC_PARTITIONS)
                     return point(f"conn{c}.produce")(s, pid, cpu0)
                 paired.run_pair(f"{c} connections", conns, order, brokers, rep)
             soft_nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-            for parts in PARTITION_POINTS:
+            for parts in partition_points:
                 topic = f"p{parts}"
-                held = sum(p for p in PARTITION_POINTS if p <= parts) + CONNECTION_TOPIC_PARTITIONS + 100
+                held = sum(p for p in partition_points if p <= parts) + CONNECTION_TOPIC_PARTITIONS + 100
                 for b in order:
                     if b == KB and held * KBROKER_FDS_PER_PARTITION > soft_nofile:
                         why = (f"not measured: {held:,} partitions x {KBROKER_FDS_PER_PARTITION} descriptors > "
@@ -240,8 +243,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repetitions", type=int, default=1)
     ap.add_argument("--mib", type=int, default=32, help="MiB of 1 KiB records per point")
+    ap.add_argument("--partitions", help="comma-separated partition points (default all)")
+    ap.add_argument("--connections", help="comma-separated connection points (default all; 'none')")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+
+    def points(arg: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+        if arg is None:
+            return default
+        return () if arg == "none" else tuple(int(x) for x in arg.split(","))
+    parts, conns = points(args.partitions, PARTITION_POINTS), points(args.connections, CONNECTION_POINTS)
     results: dict[str, Any] = {"mib": args.mib, "machine": machine.facts(
         Path("/tmp"), kafka_dist.kafka_version(), kafka_dist.java_version())}
     args.out.mkdir(parents=True, exist_ok=True)
@@ -253,7 +264,7 @@ def main() -> None:
         (args.out / "cost_curves.md").write_text(markdown(results))
         chart(results, args.out / "cost_curves.png")
 
-    paired.repetitions(args.repetitions, body(args.mib), after_each=save)
+    paired.repetitions(args.repetitions, body(args.mib, parts, conns), after_each=save)
     print((args.out / "cost_curves.md").read_text())
 
 
