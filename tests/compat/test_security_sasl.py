@@ -330,3 +330,27 @@ def test_confluent_kafka_keeps_producing_across_re_authentications(tmp_path):
             assert "expired without re-authentication" not in b.log_text()
     finally:
         b.stop()
+
+
+# ---------------------------------------------------------------- Kafka's kafka-configs
+def test_kafka_configs_adds_describes_and_deletes_scram_users_that_then_log_in(secure):
+    from tests.compat.kafka_tools import kafka_configs
+
+    kafka_configs(secure.bootstrap, "--alter", "--entity-type", "users", "--entity-name", "carol",
+                  "--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-pw],SCRAM-SHA-512=[password=carol-pw]")
+    described = kafka_configs(secure.bootstrap, "--describe", "--entity-type", "users", "--entity-name", "carol")
+    assert "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-256=iterations=8192, " \
+           "SCRAM-SHA-512=iterations=4096" in described, described
+    conf = confluent_conf(secure.ports["SASL_PLAINTEXT"], "SCRAM-SHA-256")
+    conf.update({"sasl.username": "carol", "sasl.password": "carol-pw"})
+    assert produce_and_consume(conf, 2) == [b"m0", b"m1"]
+    kafka_configs(secure.bootstrap, "--alter", "--entity-type", "users", "--entity-name", "carol",
+                  "--delete-config", "SCRAM-SHA-256")
+    described = kafka_configs(secure.bootstrap, "--describe", "--entity-type", "users", "--entity-name", "carol")
+    assert "SCRAM-SHA-512=iterations=4096" in described and "SCRAM-SHA-256" not in described, described
+    errors: list[str] = []
+    p = Producer({**conf, "error_cb": lambda e: errors.append(e.str())})
+    deadline = time.monotonic() + 60
+    while not errors and time.monotonic() < deadline:
+        p.poll(0.5)
+    assert any("invalid credentials with SASL mechanism SCRAM-SHA-256" in e for e in errors), errors
