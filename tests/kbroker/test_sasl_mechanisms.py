@@ -138,3 +138,20 @@ def test_a_certificate_subject_is_written_as_javas_rfc_2253_name_and_mapped_by_t
     assert rules.name("CN=x") == "CN=x"
     with pytest.raises(ValueError, match="No rules apply"):
         PrincipalMapper.parse("RULE:^CN=bob,.*$/bob/").name(dn)
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_the_brokers_own_scram_client_logs_in_to_the_scram_server_and_checks_its_signature(mechanism):
+    from kbroker.sasl_client import SaslClientError
+    from kbroker.sasl_client import ScramClient as Client
+
+    store = ScramCredentialStore(None)
+    store.apply([("broker,1", mechanism, credential_from_password(mechanism, "pw", 4096))])
+    client, server = Client(mechanism, "broker,1", "pw"), ScramServer(mechanism, store)
+    final = client.step(server.evaluate(client.step(None)))
+    assert client.step(server.evaluate(final)) is None
+    assert (client.complete, server.complete, server.username) == (True, True, "broker,1")
+    client, server = Client(mechanism, "broker,1", "pw"), ScramServer(mechanism, store)
+    client.step(server.evaluate(client.step(None)))
+    with pytest.raises(SaslClientError, match="invalid server signature"):
+        client.step(b"v=" + base64.b64encode(b"\0" * 32))
