@@ -84,6 +84,7 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI"),
     _k("sasl.jaas.config", "password", None),
     _k("sasl.server.max.receive.size", "int", 524288),
+    _k("connection.failed.authentication.delay.ms", "int", 100, at_least=0),
     _k("connections.max.reauth.ms", "long", 0),
     _k("ssl.protocol", "string", "TLSv1.3"),
     _k("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"]),

@@ -289,6 +289,20 @@ class KafkaConnection(asyncio.Protocol):
         if not keep:
             self._auth = None
 
+    def fail_later(self, ctx: RequestContext, version: int, answer: Any, delay_s: float, why: str) -> None:
+        """An authentication failure: ``answer`` is sent and the connection closed after
+        ``delay_s`` (Kafka's connection.failed.authentication.delay.ms, which slows down
+        password guessing); the authenticator drops what arrives meanwhile."""
+        slot = _Slot()
+        self.slots.append(slot)
+
+        def fire() -> None:
+            if not self.closed:
+                self._fill(slot, ctx, version, answer, None)
+                self.close_after_sending(why)
+
+        asyncio.get_running_loop().call_later(delay_s, fire)
+
     def close_after_sending(self, why: str) -> None:
         """Write the responses whose turn has come (an authentication failure's answer),
         then close (Kafka: the failure response is sent, then the channel closed)."""

@@ -95,6 +95,7 @@ class ListenerSpec:
     plain_users: dict[str, str] = field(default_factory=dict)
     max_reauth_ms: int = 0
     max_receive_size: int = 524288
+    failed_auth_delay_ms: int = 100        # connection.failed.authentication.delay.ms
     ssl_context: ssl.SSLContext | None = None
     principal_rules: Any = None          # kbroker/tls.py PrincipalMapper, on SSL listeners
 
@@ -187,6 +188,7 @@ def _spec(config: BrokerConfig, lst: Listener, proto: str) -> ListenerSpec:
             spec.plain_users = {k[5:]: v for k, v in jaas.options.items() if k.startswith("user_")}
         spec.max_reauth_ms = listener_setting(config, lst.name, "connections.max.reauth.ms")
         spec.max_receive_size = listener_setting(config, lst.name, "sasl.server.max.receive.size")
+        spec.failed_auth_delay_ms = config["connection.failed.authentication.delay.ms"]
     if spec.is_ssl:
         from kbroker.tls import PrincipalMapper, server_context
 

@@ -15,6 +15,8 @@ States (Kafka's SaslState)::
 * An unsupported mechanism is answered UNSUPPORTED_SASL_MECHANISM with the enabled list, then
   the connection closes.  A failed exchange is answered SASL_AUTHENTICATION_FAILED with
   Kafka's message (the mechanism's own for PLAIN, the generic one for SCRAM), then closes.
+  Both answers come ``connection.failed.authentication.delay.ms`` (100) late, as Kafka's
+  delayed close; frames arriving meanwhile are dropped.
 * KIP-368: with ``connections.max.reauth.ms`` > 0 the successful SaslAuthenticate carries that
   as session_lifetime_ms; a request other than SaslHandshake arriving after the session ended
   closes the connection (clients re-authenticate before: SaslHandshake on the authenticated
@@ -76,6 +78,8 @@ class SaslAuthenticator:
     # ------------------------------------------------------------ entry point
     def intercept(self, frame: bytearray) -> bool:
         """Handle ``frame`` if it belongs to authentication; False: dispatch it normally."""
+        if self.state == FAILED:
+            return True   # the failure answer is on its way (delayed), then the close
         if self.state == COMPLETE:
             key = int.from_bytes(frame[0:2], "big", signed=True) if len(frame) >= 2 else -1
             if key == SASL_HANDSHAKE and self.spec.max_reauth_ms > 0:
@@ -142,9 +146,9 @@ class SaslAuthenticator:
         ctx = self._ctx(header, version)
         enabled = list(self.spec.sasl_mechanisms)
         if mechanism not in enabled:
-            self.conn.respond(ctx, version, SaslHandshakeResponse(
-                error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled))
-            self._close(f"Unsupported SASL mechanism {mechanism}")
+            self._fail_later(ctx, version, SaslHandshakeResponse(
+                error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled),
+                f"Unsupported SASL mechanism {mechanism}")
             return
         self.kafka_headers = version >= 1
         if self.reauthenticating and mechanism != self.mechanism:
@@ -189,9 +193,20 @@ class SaslAuthenticator:
             self._done()
 
     def _fail(self, ctx: RequestContext, version: int, message: str) -> None:
-        self.conn.respond(ctx, version, SaslAuthenticateResponse(
-            error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message))
-        self._close(f"SASL authentication failed: {message}")
+        self._fail_later(ctx, version, SaslAuthenticateResponse(
+            error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message),
+            f"SASL authentication failed: {message}")
+
+    def _fail_later(self, ctx: RequestContext, version: int, answer: object, why: str) -> None:
+        """Kafka's delayed close on an authentication failure: the answer and the close come
+        ``connection.failed.authentication.delay.ms`` later (at once with 0)."""
+        self.state = FAILED
+        delay = self.spec.failed_auth_delay_ms
+        if delay <= 0:
+            self.conn.respond(ctx, version, answer)
+            self._close(why)
+            return
+        self.conn.fail_later(ctx, version, answer, delay / 1000, why)
 
     # ------------------------------------------------------------ SaslHandshake v0 tokens
     def _raw_token(self, token: bytes) -> None:

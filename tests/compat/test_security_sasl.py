@@ -354,3 +354,14 @@ def test_kafka_configs_adds_describes_and_deletes_scram_users_that_then_log_in(s
     while not errors and time.monotonic() < deadline:
         p.poll(0.5)
     assert any("invalid credentials with SASL mechanism SCRAM-SHA-256" in e for e in errors), errors
+
+
+def test_a_failed_authentication_is_answered_after_kafkas_delay_then_closed(secure):
+    raw = Raw(secure.ports["SASL_PLAINTEXT"])
+    assert handshake(raw, "PLAIN").error_code == 0
+    t0 = time.monotonic()
+    refused = authenticate(raw, b"\0alice\0guess")
+    waited = time.monotonic() - t0
+    assert refused.error_message == "Authentication failed: Invalid username or password"
+    assert waited >= 0.1   # connection.failed.authentication.delay.ms=100: a lower bound only
+    raw.assert_closed_without_answer()
