@@ -65,6 +65,13 @@ class EosWorker:
             self.proc.kill()
             return self.proc.wait()
 
+    def kill(self) -> None:
+        """SIGKILL, mid-transaction as likely as not: the next worker's init_transactions
+        aborts what this one left open, and it resumes from the committed offsets."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+
     def output_tail(self) -> str:
         return "".join(self.lines[-40:])
 

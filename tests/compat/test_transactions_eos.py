@@ -1,7 +1,9 @@
 """Exactly once through kill -9: a confluent-kafka consume-transform-produce loop
 (tests/compat/eos_worker.py, send_offsets_to_transaction) over 100,000 records while the
-broker process is killed with SIGKILL three times and restarted on the same data; the
-output read with read_committed is the input, each record once, in order."""
+broker process is killed with SIGKILL three times and restarted on the same data, and the
+worker itself is killed once and replaced by a new one (whose init_transactions aborts the
+transaction the dead one left open); the output read with read_committed is the input,
+each record once, in order."""
 
 from __future__ import annotations
 
@@ -12,16 +14,21 @@ N = 100_000
 PARTITIONS = 4
 
 
-def test_consume_transform_produce_is_exactly_once_through_three_kill_9s(broker):
+def test_consume_transform_produce_is_exactly_once_through_kill_9s_of_broker_and_worker(broker):
     create_topic(broker.bootstrap, "eos-in", PARTITIONS)
     create_topic(broker.bootstrap, "eos-out", PARTITIONS)
     produce_input(broker.bootstrap, "eos-in", N, PARTITIONS)
     worker = EosWorker(broker.bootstrap, "eos-in", "eos-out", PARTITIONS).start()
     try:
-        for fraction in (0.2, 0.45, 0.7):
+        for fraction, victim in ((0.2, "broker"), (0.35, "worker"), (0.5, "broker"),
+                                 (0.7, "broker")):
             seen = worker.wait_progress(int(N * fraction), timeout_s=600)
             assert seen >= N * fraction, worker.output_tail()
-            broker.restart(clean=False)   # kill -9, then the same data dir and port
+            if victim == "broker":
+                broker.restart(clean=False)   # kill -9, then the same data dir and port
+            else:
+                worker.kill()
+                worker = EosWorker(broker.bootstrap, "eos-in", "eos-out", PARTITIONS).start()
         assert worker.wait_progress(N, timeout_s=900) == N, worker.output_tail()
     finally:
         assert worker.stop() == 0, worker.output_tail()
