@@ -1,10 +1,12 @@
 """Exactly once on a 3-broker cluster (real ZooKeeper) while the transaction coordinator's
 broker is killed: the confluent-kafka consume-transform-produce worker
-(tests/compat/eos_worker.py) runs over 100,000 records; twice the broker leading the
-transactional id's ``__transaction_state`` partition (found with FindCoordinator key type 1)
-is killed with SIGKILL and restarted, so the coordinator moves to another broker, which
-loads the transaction state and completes or aborts what was in flight.  The output read
-with read_committed is the input, each record once, in order.
+(tests/compat/eos_worker.py) runs over 100,000 records; first the broker leading the
+transactional id's ``__transaction_state`` partition (FindCoordinator key type 1), then the
+one leading the group's ``__consumer_offsets`` partition (key type 0) is killed with
+SIGKILL and restarted, so each coordinator moves to another broker, which loads the
+transaction state (and completes or aborts what was in flight) or the group's offsets
+(replaying the transactional offset commits and their markers from its replica).  The
+output read with read_committed is the input, each record once, in order.
 
 Internal topics and data topics have replication factor 3 and min.insync.replicas 2, so a
 transaction's markers and offsets survive the loss of a leader."""
@@ -26,22 +28,24 @@ pytestmark = pytest.mark.timeout(1800)
 N = 100_000
 PARTITIONS = 4
 TXN_ID = "eos-cluster-txn"
+GROUP = "eos"
+KEYS = {1: TXN_ID, 0: GROUP}   # FindCoordinator key type -> key
 
 
-def txn_coordinator(cluster: Cluster) -> int:
-    """The node FindCoordinator (key type 1) names for TXN_ID, asked of a live broker."""
+def coordinator(cluster: Cluster, key_type: int) -> int:
+    """The node FindCoordinator names for KEYS[key_type], asked of a live broker."""
     for b in cluster.brokers.values():
         if not b.alive():
             continue
         host, port = b.bootstrap.rsplit(":", 1)
         resp = asyncio.run(send_once(host, int(port), FindCoordinatorRequest(
-            key=TXN_ID, key_type=1), 3, "txn-test"))
+            key=KEYS[key_type], key_type=key_type), 3, "txn-test"))
         if resp.error_code == 0:
             return resp.node_id
     return -1
 
 
-def test_exactly_once_while_the_transaction_coordinators_broker_is_killed(zookeeper, tmp_path):
+def test_exactly_once_while_the_transaction_and_group_coordinators_brokers_are_killed(zookeeper, tmp_path):
     cluster = Cluster(tmp_path, zookeeper, **{
         "offsets.topic.replication.factor": "3",
         "transaction.state.log.replication.factor": "3",
@@ -57,16 +61,16 @@ def test_exactly_once_while_the_transaction_coordinators_broker_is_killed(zookee
                                      request_timeout=60, operation_timeout=60).values():
             f.result(60)
         produce_input(cluster.bootstrap, "eos-in", N, PARTITIONS)
-        worker = EosWorker(cluster.bootstrap, "eos-in", "eos-out", PARTITIONS,
+        worker = EosWorker(cluster.bootstrap, "eos-in", "eos-out", PARTITIONS, group=GROUP,
                            txn_id=TXN_ID).start()
-        for fraction in (0.3, 0.6):
+        for fraction, key_type in ((0.3, 1), (0.6, 0)):
             seen = worker.wait_progress(int(N * fraction), timeout_s=600)
             assert seen >= N * fraction, worker.output_tail()
-            victim = wait_until(lambda: txn_coordinator(cluster) > 0, "a transaction coordinator")
+            victim = wait_until(lambda k=key_type: coordinator(cluster, k) > 0, "a coordinator")
             cluster.brokers[victim].kill()
-            # another broker takes the __transaction_state partition over
-            moved = wait_until(lambda v=victim: (c := txn_coordinator(cluster)) > 0 and c != v and c,
-                               "the transaction coordinator to move", timeout_s=120)
+            # another broker takes the coordinator's internal partition over
+            moved = wait_until(lambda v=victim, k=key_type: (c := coordinator(cluster, k)) > 0
+                               and c != v and c, "the coordinator to move", timeout_s=120)
             assert moved != victim
             cluster.brokers[victim].start()
             cluster.wait_serving()
