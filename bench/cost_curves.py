@@ -62,8 +62,8 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float =
     """Create a topic and wait until the metadata shows every partition with a leader;
     returns the seconds that took (a figure of its own at 10,000 partitions)."""
     # socket.timeout.ms: librdkafka's per-request timeout (60 s default) would end a long
-    # CreateTopics before the broker answers
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout_s * 1000)})
+    # CreateTopics before the broker answers (300 s is its maximum)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": min(300_000, int(timeout_s * 1000))})
     t0 = time.monotonic()
     first = min(partitions, KAFKA_CREATE_STEP)
     admin.create_topics([NewTopic(topic, first, 1)], request_timeout=timeout_s)[topic].result(timeout_s)
