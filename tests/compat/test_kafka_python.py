@@ -163,14 +163,16 @@ def test_kafka_python_produces_50k_records_and_consumes_exactly_them_in_order(
         admin.close()
 
 
-def test_kafka_python_infers_broker_version_3_0_from_the_advertised_api_versions(broker):
+def test_kafka_python_infers_broker_version_3_3_from_the_advertised_api_versions(broker):
     """kafka-python's infer_broker_version_from_api_versions takes the highest matching
-    probe: ListOffsets v7 -> (3, 0); the next probes up (Fetch 13 -> 3.1, JoinGroup 9 ->
-    3.2, ...) are not advertised.  (3, 0) enables idempotence (>= 0.11), zstd (>= 2.1),
-    the KIP-360 epoch bump (>= 2.5, InitProducerId v3+) and the 45 s session timeout."""
+    probe: DescribeAcls v3 -> (3, 3) (the ACL APIs are served); the probes above it
+    (LeaderAndIsr 7 -> 3.4 is never advertised, Fetch 15 -> 3.5, AddPartitionsToTxn 4 -> 3.6,
+    ...) are not advertised.  kafka-python has no feature gate between (3, 0) and (3, 3):
+    idempotence (>= 0.11), zstd (>= 2.1), the KIP-360 epoch bump (>= 2.5, InitProducerId
+    v3+) and the 45 s session timeout (>= 3.0) are all on."""
     client = KafkaNetClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10_000)
     try:
-        assert client.check_version(timeout_ms=10_000) == (3, 0)
+        assert client.check_version(timeout_ms=10_000) == (3, 3)
         versions = client._manager.broker_version_data.api_versions
         assert {k: versions.get(k) for k in (ApiKey.Produce, ApiKey.Fetch, ApiKey.ListOffsets,
                                              ApiKey.Metadata, ApiKey.InitProducerId)} == {
@@ -180,13 +182,13 @@ def test_kafka_python_infers_broker_version_3_0_from_the_advertised_api_versions
         client.close()
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None)
     try:
-        assert (consumer.config["api_version"], consumer.config["session_timeout_ms"]) == ((3, 0), 45_000)
+        assert (consumer.config["api_version"], consumer.config["session_timeout_ms"]) == ((3, 3), 45_000)
     finally:
         consumer.close()
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
     try:
         assert (producer.config["api_version"], producer.config["enable_idempotence"],
-                producer.config["acks"]) == ((3, 0), True, -1)
+                producer.config["acks"]) == ((3, 3), True, -1)
     finally:
         producer.close(timeout=5)
 
