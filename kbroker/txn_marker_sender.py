@@ -207,7 +207,9 @@ class TxnMarkerSender:
         info = cluster.cache.broker(broker)
         if info is None or not info.endpoints:
             return None
-        e = info.endpoint(self.state.config.listeners[0].name) or info.endpoints[0]
+        # The inter-broker listener (inter.broker.listener.name), as every other broker-to-
+        # broker link: its security settings are what inter_broker_client authenticates with.
+        e = info.endpoint(cluster.inter_broker_listener) or info.endpoints[0]
         if self._links is None:
             from kbroker.broker_channel import BrokerChannel
             self._links = BrokerChannel(f"broker-{self.state.node_id}-txn")
