@@ -169,6 +169,12 @@ LAYOUTS: dict[int, Layout] = {
         "v3_and_below_topics", "results_by_topic_v3_and_below", copy={"name": "name"},
         versions=(0, 3), entries=(_entries("partitions", "results_by_partition",
                                            copy={"partition_index": SELF}),)),))),
+    # TxnOffsetCommit: per topic and partition (TxnOffsetCommitRequest.getErrorResponse).
+    28: Layout(Shape(entries=_topics_partitions("topics", "topics", "partitions", "partitions"))),
+    # DescribeProducers: per topic and requested partition index, no producers, message null
+    # (DescribeProducersRequest.getErrorResponse).
+    61: Layout(Shape(entries=(_entries("topics", "topics", copy={"name": "name"}, entries=(
+        _entries("partition_indexes", "partitions", copy={"partition_index": SELF}),)),))),
     # DescribeTransactions: per transactional id.
     65: Layout(Shape(entries=(_entries(
         "transactional_ids", "transaction_states", copy={"transactional_id": SELF},
@@ -205,6 +211,9 @@ LAYOUTS: dict[int, Layout] = {
     43: Layout(Shape(entries=(_entries(
         "topic_partitions", "replica_election_results", copy={"topic": "topic"}, entries=(
             _entries("partitions", "partition_result", copy={"partition_id": SELF}),)),))),
+    # DescribeUserScramCredentials: the top-level code and one result per requested user (none
+    # for a null "describe all"), message null (DescribeUserScramCredentialsRequest.getErrorResponse).
+    50: Layout(Shape(entries=(_entries("users", "results", copy={"user": "name"}),))),
     # AlterUserScramCredentials: per distinct user of the deletions and upsertions, sorted
     # (AlterUserScramCredentialsRequest.getErrorResponse).
     51: Layout(Shape(values={"results": lambda r, v: [
