@@ -13,6 +13,18 @@ AlterClientQuotas applies the change, writes the entity, then notifies (:func:`p
 every broker re-reads a notified entity (:func:`on_notification`, from
 kbroker/topic_config_sync.py's listener) and reads them all at start-up (:func:`load`).
 The log-dir file (kbroker/quotas.py) stays a mirror.
+
+A user's znode also holds its SCRAM credentials, as Kafka's ZooKeeper-era brokers keep them
+(``ScramCredentialUtils``; ``kafka-configs --entity-type users --alter --add-config
+'SCRAM-SHA-256=[password=...]'`` writes them there)::
+
+  /config/users/<user>   {"version":1,"config":{"producer_byte_rate":"1048576",
+                          "SCRAM-SHA-256":"salt=...,stored_key=...,server_key=...,iterations=4096"}}
+
+so the two share one writer: whoever changes one kind writes the user's whole config (quota
+values and credentials, :func:`user_config`), and a notified reload hands each kind its keys
+(``SCRAM-*`` to kbroker/scram_credentials.py, the rest to the quotas).  The log-dir file of
+the credentials stays a mirror too.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from urllib.parse import quote, unquote
 from cluster.coordination import NoNodeError
 from kbroker.config_entities import publish_entity, read_entity
 from kbroker.quotas import DEFAULT, Entity
+from kbroker.scram_credentials import MECHANISMS, ScramCredential
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -59,18 +72,33 @@ def parse_entity_path(path: str) -> Entity | None:
     return None
 
 
+def user_config(state: BrokerState, entity: Entity) -> dict[str, str]:
+    """The config of ``entity``'s znode: its quota values, and for a plain user entity
+    (not ``<default>``) its SCRAM credentials in Kafka's stored form."""
+    values = {k: _text(v) for k, v in state.quotas.configs.get(entity, {}).items()}
+    user, client = entity
+    if user is not None and client is None and user != DEFAULT:
+        for mechanism, cred in state.scram_credentials.mechanisms(user).items():
+            values[mechanism] = cred.to_string()
+    return values
+
+
 def publish(state: BrokerState, entity: Entity) -> Future[None]:
+    """Write ``entity``'s whole config (after a quota or credential change), then notify."""
     cluster = state.cluster
     assert cluster is not None
-    values = {k: _text(v) for k, v in state.quotas.configs.get(entity, {}).items()}
     entity_type, name = entity_znode(entity)
-    return publish_entity(cluster.zk, entity_type, name, values)
+    return publish_entity(cluster.zk, entity_type, name, user_config(state, entity))
 
 
 async def _reload(state: BrokerState, zk: Any, entity: Entity) -> None:
     entity_type, name = entity_znode(entity)
     props = await read_entity(zk, entity_type, name) or {}
-    state.quotas.replace(entity, {k: float(v) for k, v in props.items()})
+    state.quotas.replace(entity, {k: float(v) for k, v in props.items() if k not in MECHANISMS})
+    user, client = entity
+    if user is not None and client is None and user != DEFAULT:
+        state.scram_credentials.replace_user(
+            user, {k: ScramCredential.from_string(v) for k, v in props.items() if k in MECHANISMS})
 
 
 async def on_notification(state: BrokerState, zk: Any, entity_path: str) -> None:
@@ -80,12 +108,19 @@ async def on_notification(state: BrokerState, zk: Any, entity_path: str) -> None
 
 
 async def load(state: BrokerState, zk: Any) -> None:
-    """Read every client, user and user+client quota entity from ZooKeeper."""
+    """Read every client, user and user+client quota entity (and the users' SCRAM
+    credentials) from ZooKeeper; ZooKeeper is the truth: a credential in the log-dir mirror
+    whose user has no znode any more (deleted while this broker was down) is dropped."""
     for entity_type in ("clients", "users"):
         try:
             names = await zk.children(f"/config/{entity_type}")
         except NoNodeError:
-            continue
+            names = []
+        if entity_type == "users":
+            in_zk = {desanitize(n) for n in names}
+            for user in state.scram_credentials.users():
+                if user not in in_zk:
+                    state.scram_credentials.replace_user(user, {})
         for name in names:
             await on_notification(state, zk, f"{entity_type}/{name}")
             if entity_type == "users":

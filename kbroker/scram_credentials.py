@@ -10,10 +10,10 @@ AlterUserScramCredentials carries salt and SaltedPassword; the broker derives th
 
 Where they live: the JSON file ``scram-credentials.json`` in the first log dir
 ({"<user>": {"<mechanism>": "<stored form>"}}), written whole and atomically on its own thread
-(kbroker/json_file.py), never on the loop.  In cluster mode too, per broker: Kafka's ZooKeeper
-layout (``/config/users/<user>`` {"version":1,"config":{"SCRAM-SHA-256":"<stored form>"}}) is
-shared with the client quotas of kbroker/quotas_zk.py, which must first learn to keep (and
-not parse) the SCRAM-* keys there (NOT_IMPLEMENTED.md).
+(kbroker/json_file.py), never on the loop.  In cluster mode ZooKeeper is the truth, as in
+Kafka's ZooKeeper era: ``/config/users/<user>`` {"version":1,"config":{"SCRAM-SHA-256":
+"<stored form>", ...the user's quotas...}}, written and re-read by kbroker/quotas_zk.py (the
+one writer of that znode); the file is then each broker's mirror.
 """
 
 from __future__ import annotations
@@ -105,11 +105,16 @@ class ScramCredentialStore:
         return sorted(self._users)
 
     def replace_user(self, user: str, creds: dict[str, ScramCredential]) -> None:
-        """Set a user's credentials from outside (a ZooKeeper change), without persisting."""
+        """Set a user's credentials from outside (ZooKeeper, cluster mode) and mirror them in
+        the file, so a restarted broker authenticates the users it knew before it has read
+        ZooKeeper again.  Nothing waits for the mirror's write."""
+        if creds == self._users.get(user, {}):
+            return
         if creds:
             self._users[user] = dict(creds)
         else:
             self._users.pop(user, None)
+        self._persist({user})
 
     def apply(self, changes: list[tuple[str, str, ScramCredential | None]]) -> list[Future[None]]:
         """Upsert (credential) or delete (None) ``(user, mechanism)`` entries; returns the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker import quotas_zk
 from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
@@ -110,6 +111,11 @@ def handle_alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScram
                                                               bytes(up.salted_password), up.iterations)
         changes.append((name, mechanism, cred))
     stored = store.apply(changes) if changes else []
+    if ctx.broker.cluster is not None:
+        # Cluster mode: the user's znode (/config/users/<u>, shared with its quotas) and a
+        # /config/changes notification, so every broker's authenticator learns it.
+        for user in dict.fromkeys(name for name, _, _ in changes):
+            stored.append(quotas_zk.publish(ctx.broker, (user, None)))
     results = [AlterResult(user=name, error_code=errors[name][0] if name in errors else 0,
                            error_message=errors[name][1] if name in errors else None)
                for name in dict.fromkeys(n for n, _, _ in ops)]
