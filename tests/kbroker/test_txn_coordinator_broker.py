@@ -6,15 +6,14 @@ restart.  (Stock-client transaction tests live in tests/compat.)"""
 
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
 import pytest
 
 from kbroker import Broker
+from tests.kbroker.wire_client import WireClient
 from wire.error_codes import ErrorCode as E
-from wire.headers import decode_response, encode_request
 from wire.messages import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -42,30 +41,9 @@ from wire.record_batch import build_batch
 DEADLINE_S = 60
 
 
-class Client:
+class Client(WireClient):
     def __init__(self, bootstrap: str) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=DEADLINE_S)
-        self.cid = 0
-
-    def call(self, msg: Any, version: int, resp_cls: type) -> Any:
-        self.cid += 1
-        self.sock.sendall(encode_request(msg, version, self.cid, "txn-test"))
-        size = int.from_bytes(self._read(4), "big")
-        cid, resp = decode_response(resp_cls, self._read(size), version)
-        assert cid == self.cid
-        return resp
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            assert chunk, "connection closed"
-            buf += chunk
-        return buf
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__(bootstrap, "txn-test")
 
     # ------------------------------------------------------------ the APIs
     def init(self, txn_id: str, timeout_ms: int = 60000, version: int = 4,

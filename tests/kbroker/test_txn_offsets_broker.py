@@ -7,15 +7,14 @@ KIP-890 verification is off, so the transactions need no coordinator."""
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pytest
 
 from groups import partition_for
 from kbroker import Broker
+from tests.kbroker.wire_client import WireClient
 from wire.error_codes import ErrorCode as E
-from wire.headers import decode_response, encode_request
 from wire.messages import (
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -38,27 +37,9 @@ PID = 5151
 GROUP = "txn-group"
 
 
-class Client:
+class Client(WireClient):
     def __init__(self, bootstrap: str) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=60)
-        self.cid = 0
-
-    def call(self, msg: Any, version: int, resp_cls: type) -> Any:
-        self.cid += 1
-        self.sock.sendall(encode_request(msg, version, self.cid, "txn-offsets-test"))
-        size = int.from_bytes(self._read(4), "big")
-        cid, resp = decode_response(resp_cls, self._read(size), version)
-        assert cid == self.cid
-        return resp
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            assert chunk, "connection closed"
-            buf += chunk
-        return buf
+        super().__init__(bootstrap, "txn-offsets-test")
 
     def marker(self, commit: bool, topic: str, partition: int, coordinator_epoch: int = 3) -> int:
         resp = self.call(WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
@@ -93,7 +74,7 @@ def client(tmp_path):
         found = c.call(FindCoordinatorRequest(key=GROUP, key_type=0), 3, FindCoordinatorResponse)
         assert found.error_code == E.NONE
         yield c
-        c.sock.close()
+        c.close()
 
 
 def test_transactional_offsets_become_committed_with_the_commit_marker(client):

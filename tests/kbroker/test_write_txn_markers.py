@@ -5,14 +5,11 @@ test, not from the coordinator."""
 
 from __future__ import annotations
 
-import socket
-from typing import Any
-
 import pytest
 
 from kbroker import Broker
+from tests.kbroker.wire_client import WireClient
 from wire.error_codes import ErrorCode as E
-from wire.headers import decode_response, encode_request
 from wire.messages import (
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -27,31 +24,12 @@ from wire.messages import (
 )
 from wire.record_batch import build_batch, iter_batches
 
-DEADLINE_S = 60
 PID = 4242
 
 
-class Client:
+class Client(WireClient):
     def __init__(self, bootstrap: str) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=DEADLINE_S)
-        self.cid = 0
-
-    def call(self, msg: Any, version: int, resp_cls: type) -> Any:
-        self.cid += 1
-        self.sock.sendall(encode_request(msg, version, self.cid, "markers-test"))
-        size = int.from_bytes(self._read(4), "big")
-        cid, resp = decode_response(resp_cls, self._read(size), version)
-        assert cid == self.cid
-        return resp
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            assert chunk, "connection closed"
-            buf += chunk
-        return buf
+        super().__init__(bootstrap, "markers-test")
 
     def produce_txn(self, topic: str, partition: int, seq: int, values: list[bytes], epoch: int = 0) -> int:
         records = build_batch([(b"k", v, None, None) for v in values], producer_id=PID, producer_epoch=epoch,
@@ -100,7 +78,7 @@ def client(tmp_path):
             name="t", num_partitions=2, replication_factor=1)]), 5, CreateTopicsResponse)
         assert resp.topics[0].error_code == E.NONE
         yield c
-        c.sock.close()
+        c.close()
 
 
 @pytest.mark.parametrize("version", [0, 1])
