@@ -19,4 +19,5 @@ COMMANDS = {
     "dump-log": "kbroker.tools.dump_log:dump_log_command",
     "console-producer": "kbroker.tools.console_producer:console_producer",
     "console-consumer": "kbroker.tools.console_consumer:console_consumer",
+    "acls": "kbroker.tools.acls:acls",
 }
