@@ -50,6 +50,11 @@ _OPERATION_LOOKUP = {**acl.OPERATIONS_BY_NAME,
                      **{k.upper(): v for k, v in acl.OPERATIONS_BY_NAME.items()}}
 UNKNOWN_OP = 0
 
+
+def operation_code(name: str) -> int:
+    """SecurityUtils.operation: "Read", "read", "READ", "idempotentwrite" -> the wire code."""
+    return _OPERATION_LOOKUP.get(name, _OPERATION_LOOKUP.get(name.upper(), UNKNOWN_OP))
+
 Pattern = tuple[int, str | None, int]   # (resource type, name (None: any), pattern type)
 Entry = tuple[str, str, int, int]        # (principal, host, operation, permission type)
 
@@ -182,7 +187,7 @@ def filter_to_entries(o: Options) -> dict[Pattern, set[Entry]]:
     """getResourceFilterToAcls: the explicit options, or the --producer/--consumer roles."""
     out: dict[Pattern, set[Entry]] = {}
     if not o.producer and not o.consumer:
-        ops = {_OPERATION_LOOKUP.get(name.strip(), UNKNOWN_OP) for name in o.operation or ("All",)}
+        ops = {operation_code(name.strip()) for name in o.operation or ("All",)}
         acls = entries(o, ops)
         out = {f: set(acls) for f in resource_filters(o, True)}
     filters = resource_filters(o, True) if (o.producer or o.consumer) else []
