@@ -149,6 +149,8 @@ class Options:
     topic: tuple[str, ...]
     group: tuple[str, ...]
     transactional_id: tuple[str, ...]
+    delegation_token: tuple[str, ...]
+    user_principal: tuple[str, ...]
     cluster: bool
     idempotent: bool
     producer: bool
@@ -167,6 +169,8 @@ def resource_filters(o: Options, required: bool) -> list[Pattern]:
         out.append(CLUSTER_FILTER)
     out += [(acl.GROUP, g.strip(), o.pattern_type) for g in o.group]
     out += [(acl.TRANSACTIONAL_ID, t, o.pattern_type) for t in o.transactional_id]
+    out += [(acl.DELEGATION_TOKEN, t.strip(), o.pattern_type) for t in o.delegation_token]
+    out += [(acl.USER, u.strip(), o.pattern_type) for u in o.user_principal]
     if not out and required:
         raise click.UsageError("You must provide at least one resource: --topic <topic> or --cluster or "
                                "--group <group> or --delegation-token <Delegation Token ID>")
@@ -298,6 +302,10 @@ _PATTERN_CHOICES = {"literal": acl.LITERAL, "prefixed": acl.PREFIXED, "match": a
 @click.option("--cluster", is_flag=True, help="Add/Remove cluster ACLs.")
 @click.option("--transactional-id", "transactional_id", multiple=True,
               help="The transactionalId to which ACLs should be added or removed ('*': all).")
+@click.option("--delegation-token", "delegation_token", multiple=True,
+              help="Delegation token to which ACLs should be added or removed ('*': all tokens).")
+@click.option("--user-principal", "user_principal", multiple=True,
+              help="A user principal as the resource (CreateTokens / DescribeTokens on it).")
 @click.option("--idempotent", is_flag=True, help="With --producer: also IdempotentWrite on the cluster.")
 @click.option("--resource-pattern-type", "resource_pattern_type", default="literal",
               type=click.Choice(list(_PATTERN_CHOICES), case_sensitive=False),
@@ -315,6 +323,7 @@ _PATTERN_CHOICES = {"literal": acl.LITERAL, "prefixed": acl.PREFIXED, "match": a
 @fail("Error while executing ACL command: ")
 def acls(bootstrap_server: str, command_config: str | None, do_add: bool, do_remove: bool, do_list: bool,
          topic: tuple[str, ...], group: tuple[str, ...], cluster: bool, transactional_id: tuple[str, ...],
+         delegation_token: tuple[str, ...], user_principal: tuple[str, ...],
          idempotent: bool, resource_pattern_type: str, operation: tuple[str, ...],
          allow_principal: tuple[str, ...], deny_principal: tuple[str, ...], allow_host: tuple[str, ...],
          deny_host: tuple[str, ...], principal: tuple[str, ...], producer: bool, consumer: bool,
@@ -342,6 +351,7 @@ def acls(bootstrap_server: str, command_config: str | None, do_add: bool, do_rem
         raise click.UsageError("With --consumer you must specify a --topic and a --group and no --cluster or "
                                "--transactional-id option should be specified.")
     o = Options(topic=topic, group=group, transactional_id=transactional_id, cluster=cluster,
+                delegation_token=delegation_token, user_principal=user_principal,
                 idempotent=idempotent, producer=producer, consumer=consumer,
                 pattern_type=_PATTERN_CHOICES[resource_pattern_type.lower()], operation=operation,
                 allow_principal=allow_principal, deny_principal=deny_principal, allow_host=allow_host,

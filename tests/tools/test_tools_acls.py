@@ -144,6 +144,17 @@ def test_producer_and_consumer_conveniences_grant_kafkas_operations(secured):
     assert got == {current(pattern("TOPIC", "conv"), *(entry("User:cons", op) for op in ("READ", "DESCRIBE")))}
 
 
+def test_user_principal_and_delegation_token_resources(secured):
+    r = acls(secured, "--add", "--allow-principal", "User:ops", "--operation", "CreateTokens",
+             "--user-principal", "User:bob")
+    assert r.rc == 0, r
+    r = acls(secured, "--add", "--allow-principal", "User:ops", "--operation", "Describe", "--delegation-token", "tok")
+    assert r.rc == 0, r
+    got = blocks(acls(secured, "--list", "--user-principal", "User:bob", "--delegation-token", "tok").out)
+    assert got == {current(pattern("USER", "User:bob"), entry("User:ops", "CREATE_TOKENS")),
+                   current(pattern("DELEGATION_TOKEN", "tok"), entry("User:ops", "DESCRIBE"))}
+
+
 def test_remove_asks_first_and_force_does_not(secured):
     assert acls(secured, "--add", "--allow-principal", "User:r", "--operation", "Read", "--topic", "t-rm").rc == 0
     r = acls(secured, "--remove", "--topic", "t-rm", stdin="n\n")
