@@ -1,6 +1,6 @@
 """``kbroker <tool>``: Kafka's command-line tools (kafka-topics.sh, kafka-consumer-groups.sh,
 kafka-configs.sh, kafka-get-offsets.sh, kafka-dump-log.sh, kafka-console-producer.sh,
-kafka-console-consumer.sh) with their flags and output layout, speaking the Kafka protocol to
+kafka-console-consumer.sh, kafka-acls.sh) with their flags and output layout, speaking the Kafka protocol to
 any Kafka-compatible cluster through :mod:`kbroker.tools.client` (dump-log reads files).
 
 Exit status: 0 on success; 1 when the request failed (the message, Kafka's wording where Kafka
