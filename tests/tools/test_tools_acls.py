@@ -218,6 +218,15 @@ def test_kafkas_add_and_ours_print_the_same_for_one_acl_and_for_an_existing_one(
 
 
 @needs_kafka
+def test_kafkas_add_and_ours_print_the_same_blocks_for_the_producer_role(secured):
+    args = ("--producer", "--topic", "vs-4", "--transactional-id", "vs-tx", "--idempotent")
+    theirs = _kafka(secured, "--add", "--allow-principal", "User:k3", *args)
+    ours = acls(secured, "--add", "--allow-principal", "User:k4", *args)
+    assert ours.rc == 0 and len(blocks(ours.out)) == 3, ours
+    assert blocks(ours.out) == blocks(theirs.out.replace("User:k3", "User:k4")), (ours, theirs)
+
+
+@needs_kafka
 def test_kafkas_list_and_ours_print_the_same_acls(secured):
     assert acls(secured, "--add", "--allow-principal", "User:v", "--producer", "--topic", "vs-2",
                 "--idempotent").rc == 0
