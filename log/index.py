@@ -51,7 +51,11 @@ class AbstractIndex:
                     raise ValueError(f"Invalid max index size: {max_index_size}")
                 os.ftruncate(fd, self._round_down(max_index_size))
             self.length = os.fstat(fd).st_size
-            self._mmap = self._map(fd, self.length)
+            # A new index is mapped at its first append (Kafka's LazyIndex also opens index
+            # files on first use): Python's mmap keeps a dup of the descriptor for the map's
+            # life, so a partition whose active segment has no index entry yet (less than
+            # index.interval.bytes of data) holds one descriptor, its .log, instead of three.
+            self._mmap = None if newly_created else self._map(fd, self.length)
         finally:
             os.close(fd)
         self.max_entries = self.length // self.entry_size
@@ -60,6 +64,20 @@ class AbstractIndex:
     # -- helpers
     def _round_down(self, n: int) -> int:
         return self.entry_size * (n // self.entry_size)
+
+    def _mapped(self) -> mmap.mmap:
+        """The map, made now if the index has not been mapped yet (see ``__init__``)."""
+        m = self._mmap
+        if m is None:
+            fd = os.open(self.path, os.O_RDWR if self.writable else os.O_RDONLY)
+            try:
+                m = self._map(fd, self.length)
+            finally:
+                os.close(fd)
+            if m is None:
+                raise CorruptIndexError(f"Cannot append to the full (empty) index {self.path}")
+            self._mmap = m
+        return m
 
     def _map(self, fd: int, length: int) -> mmap.mmap | None:
         if length == 0:
@@ -88,14 +106,16 @@ class AbstractIndex:
         rounded = self._round_down(new_size)
         if rounded == self.length:
             return False
-        if self._mmap is not None:
-            self._mmap.close()
+        was_mapped = self._mmap is not None
+        if was_mapped:
+            self._mmap.close()  # type: ignore[union-attr]
             self._mmap = None
         fd = os.open(self.path, os.O_RDWR)
         try:
             os.ftruncate(fd, rounded)
             self.length = rounded
-            self._mmap = self._map(fd, rounded)
+            if was_mapped:   # an index not mapped yet stays so until it is appended to
+                self._mmap = self._map(fd, rounded)
         finally:
             os.close(fd)
         self.max_entries = rounded // self.entry_size
@@ -245,7 +265,8 @@ class OffsetIndex(AbstractIndex):
         if self.is_full():
             raise IndexError(f"Attempt to append to a full index (size = {self.entries}).")
         if self.entries == 0 or offset > self.last_offset:
-            _OFFSET_ENTRY.pack_into(self._mmap, self.entries * 8, self.relative_offset(offset), position)
+            _OFFSET_ENTRY.pack_into(self._mmap or self._mapped(), self.entries * 8,
+                                    self.relative_offset(offset), position)
             self.entries += 1
             self.last_offset = offset
         else:
@@ -350,7 +371,8 @@ class TimeIndex(AbstractIndex):
         if timestamp > self._last.timestamp:
             if self.entries >= self.max_entries:
                 raise IndexError(f"time index {self.path} has no free slot")
-            _TIME_ENTRY.pack_into(self._mmap, self.entries * 12, timestamp, self.relative_offset(offset))
+            _TIME_ENTRY.pack_into(self._mmap or self._mapped(), self.entries * 12, timestamp,
+                                  self.relative_offset(offset))
             self.entries += 1
             self._last = TimestampOffset(timestamp, offset)
 

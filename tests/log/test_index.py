@@ -78,3 +78,27 @@ def test_an_index_whose_size_is_not_a_multiple_of_the_entry_size_fails_its_sanit
     path.write_bytes(b"\x00" * 13)
     with pytest.raises(CorruptIndexError):
         OffsetIndex(str(path), 0, 800).sanity_check()
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_new_index_holds_no_descriptor_until_its_first_entry_and_then_one(tmp_path):
+    # CPython's mmap keeps a dup of the file's descriptor while mapped: mapping at the first
+    # append (Kafka's LazyIndex opens on first use) keeps an unindexed segment at one fd.
+    before = _open_descriptors()
+    offsets = OffsetIndex(str(tmp_path / "00000000000000000000.index"), 0, 800)
+    times = TimeIndex(str(tmp_path / "00000000000000000000.timeindex"), 0, 1200)
+    assert _open_descriptors() == before
+    assert offsets.lookup(7) == OffsetPosition(0, 0) and times.lookup(123) == TimestampOffset(-1, 0)
+    offsets.resize(400)    # a roll or a recovery resizes an index that was never mapped
+    assert _open_descriptors() == before
+    offsets.append(5, 4100)
+    times.maybe_append(1_000, 5)
+    assert _open_descriptors() == before + 2
+    assert offsets.lookup(7) == OffsetPosition(5, 4100) and times.lookup(1_000) == TimestampOffset(1_000, 5)
+    offsets.close()
+    times.close()
+    assert _open_descriptors() == before
+    assert os.path.getsize(offsets.path) == 8 and os.path.getsize(times.path) == 12
