@@ -5,8 +5,9 @@ bench/results/cost_curves.md, .json and cost_curves.png.
 
 Run: ``.venv/bin/python -m bench.cost_curves [--repetitions 1] [--mib 32]``.
 
-Partitions per broker: 10, 100, 1,000, 5,000 and 10,000; the topics stay, so the broker holds
-the sum (16,110 at the last point).  See KBROKER_FDS_PER_PARTITION for what limits kbroker.
+Partitions per broker: 10, 100, 1,000, 5,000 and 10,000; each point's topic is deleted once
+it is measured, so the broker holds that point's partitions (plus the connections topic and
+the internal ones).  See kbroker_fds_per_partition for what limits kbroker.
 
 Frame: bench/paired.py (both brokers fresh per repetition, each point measured on one
 broker and then the other, the first alternating per repetition).  Every point is short:
@@ -43,13 +44,19 @@ from bench.paired import KAFKA, KB
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARTITION_POINTS = (10, 100, 1_000, 5_000, 10_000)
-# A kbroker partition holds 3 descriptors open: its active segment's .log, and the .index and
-# .timeindex through their mmaps (CPython's mmap keeps a dup of the file's descriptor for
-# the mapping's lifetime; ``trackfd=False`` exists only from Python 3.13).  Kafka holds 1
-# (a MappedByteBuffer keeps none).  A point needing more than the soft RLIMIT_NOFILE allows
-# (20,000 on the machine of the committed results, not raisable there) is recorded as not
-# measured rather than letting the broker fail its CreateTopics with EMFILE.
-KBROKER_FDS_PER_PARTITION = 3
+# Descriptors a kbroker partition holds: its active segment's .log, and once the segment has
+# an index entry (more than index.interval.bytes = 4096 B written) the .index and .timeindex
+# through their mmaps (CPython's mmap keeps a dup of the file's descriptor for the mapping's
+# lifetime; ``trackfd=False`` exists only from Python 3.13; an index is mapped at its first
+# entry, as Kafka's LazyIndex opens on first use).  Kafka holds 1 (a MappedByteBuffer keeps
+# none).  A point needing more than the soft RLIMIT_NOFILE allows (20,000 on the machine of
+# the committed results, not raisable there) is recorded as not measured rather than letting
+# the broker fail its CreateTopics with EMFILE.
+INDEX_INTERVAL_BYTES = 4096
+
+
+def kbroker_fds_per_partition(bytes_per_partition: int) -> int:
+    return 3 if bytes_per_partition > INDEX_INTERVAL_BYTES else 1
 # KRaft refuses a controller operation of more than 10,000 records (QuorumController's
 # MAX_RECORDS_PER_USER_OP): a topic of P partitions is 1 + P records, so a larger topic is
 # created with this many partitions and grown with CreatePartitions.
@@ -78,6 +85,18 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float =
             return time.monotonic() - t0
         time.sleep(0.2)
     raise RuntimeError(f"{topic} ({partitions} partitions) did not appear in {bootstrap}'s metadata")
+
+
+def delete_topic(bootstrap: str, topic: str, timeout_s: float = 300) -> None:
+    """Delete a point's topic once it is measured, and wait until the metadata has no trace."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": min(300_000, int(timeout_s * 1000))})
+    admin.delete_topics([topic], request_timeout=timeout_s)[topic].result(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if topic not in admin.list_topics(timeout=60).topics:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{topic} still in {bootstrap}'s metadata {timeout_s} s after its deletion")
 
 
 def produce_many(bootstrap: str, topic: str, n: int, connections: int, partitions: int) -> float:
@@ -137,11 +156,14 @@ def body(mib: int, partition_points: tuple[int, ...] = PARTITION_POINTS,
             soft_nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
             for parts in partition_points:
                 topic = f"p{parts}"
-                held = sum(p for p in partition_points if p <= parts) + CONNECTION_TOPIC_PARTITIONS + 100
+                # each point's topic is deleted after it (below): what the broker holds is this
+                # topic, the connections topic and the internal ones (~100)
+                per_partition = kbroker_fds_per_partition(n * 1024 // parts)
+                fds = parts * per_partition + (CONNECTION_TOPIC_PARTITIONS + 100) * 3
                 for b in order:
-                    if b == KB and held * KBROKER_FDS_PER_PARTITION > soft_nofile:
-                        why = (f"not measured: {held:,} partitions x {KBROKER_FDS_PER_PARTITION} descriptors > "
-                               f"RLIMIT_NOFILE {soft_nofile:,}")
+                    if b == KB and fds > soft_nofile:
+                        why = (f"not measured: {parts:,} partitions x {per_partition} descriptors + the other "
+                               f"topics' > RLIMIT_NOFILE {soft_nofile:,}")
                         rep.setdefault("errors", {}).setdefault(f"create {topic}", {})[b] = why
                         paired.log(f"{b}: {topic} {why}")
                         continue
@@ -165,6 +187,8 @@ def body(mib: int, partition_points: tuple[int, ...] = PARTITION_POINTS,
                 measurable = [b for b in order if b in rep["create_s"].get(topic, {})]
                 paired.run_pair(f"{parts} partitions produce", prod, measurable, brokers, rep)
                 paired.run_pair(f"{parts} partitions consume", cons, measurable, brokers, rep)
+                for b in measurable:   # the next point measures its own partitions only
+                    delete_topic(brokers[b].bootstrap, topic)
         return rep
     return run
 
