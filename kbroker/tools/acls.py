@@ -17,8 +17,9 @@ blocks holding its entries.  ``--remove`` prints nothing with ``--force``; witho
 question (``Are you sure you want to ...? (y/n)``) and a line read from stdin ("y" removes).
 
 Order: AclCommand keeps resources in a java.util.HashMap and entries in HashSets whose
-hashCodes mix in enum identity hashes, so Kafka's order changes from one JVM run to the
-next; this tool prints resources sorted by (resource type, name, pattern type) wire codes
+hashCodes mix in enum identity hashes, so Kafka's order is repeatable for one JVM set-up but
+changes with the JVM's heap size or GC (seen: -Xmx256m vs -Xmx1g), not derivable from the
+ACLs; this tool prints resources sorted by (resource type, name, pattern type) wire codes
 and entries by (principal, host, operation, permission type), which is one of Kafka's
 possible orders and the same every run.
 """

@@ -2,7 +2,7 @@
 beside Kafka 4.3.1's own AclCommand (from `make kafka-jars`) on the same broker state.
 
 Kafka's AclCommand keeps resources in a HashMap and entries in HashSets hashed partly on enum
-identity hashes, so with several resources or entries its order changes between JVM runs:
+identity hashes, so with several resources or entries its order depends on the JVM's set-up:
 where a command prints more than one entry, the comparison is of the blocks as sets (each
 block's header and its set of entry lines); where it prints one, stdout must be identical.
 """
