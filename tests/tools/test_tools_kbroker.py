@@ -13,7 +13,7 @@ from tests.tools.helpers import kbroker, wait_until
 pytestmark = pytest.mark.compat
 
 TOOLS = ["topics", "consumer-groups", "configs", "get-offsets", "dump-log", "console-producer",
-         "console-consumer", "serve"]
+         "console-consumer", "acls", "console", "serve"]
 
 
 @pytest.mark.parametrize("tool", TOOLS)
