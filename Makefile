@@ -34,13 +34,15 @@ test: $(VENV)/.test-installed deps-system spark-jars zookeeper-jars kafka-jars l
 
 ## deps-system: system packages the tests run (kcat for the compat tests; ip and iptables, from
 ## iproute2 and iptables, for the network-partition tests in tests/cluster; chromium and
-## chromium-driver for the console's browser tests in tests/console), from Debian
+## chromium-driver for the console's browser tests in tests/console; openssl for the TLS
+## tests' certificates and PKCS12 stores), from Debian
 SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
 deps-system:
 	command -v kcat >/dev/null || ($(SUDO) apt-get install -y kcat || ($(SUDO) apt-get update && $(SUDO) apt-get install -y kcat))
 	command -v ip >/dev/null || ($(SUDO) apt-get install -y iproute2 || ($(SUDO) apt-get update && $(SUDO) apt-get install -y iproute2))
 	command -v iptables >/dev/null || ($(SUDO) apt-get install -y iptables || ($(SUDO) apt-get update && $(SUDO) apt-get install -y iptables))
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || ($(SUDO) apt-get install -y chromium chromium-driver || ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium chromium-driver))
+	command -v openssl >/dev/null || ($(SUDO) apt-get install -y openssl || ($(SUDO) apt-get update && $(SUDO) apt-get install -y openssl))
 
 ## spark-jars: Spark's Kafka connector and its runtime dependencies, fetched by Maven into
 ## spark_it/jars/ (git-ignored) once; fetched again only when spark_it/pom.xml changes
