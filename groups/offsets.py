@@ -33,6 +33,7 @@ Rules kept from Kafka:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from groups.classic_group import ClassicGroup, GroupError
 from groups.config import GroupConfig
@@ -191,11 +192,23 @@ class OffsetManager:
             except GroupError as err:
                 error = err.code
         records: list[Record] = []
-        topics = []
         expire_ms = None
         if 2 <= version <= 4 and req.retention_time_ms != -1:
             expire_ms = now_ms + req.retention_time_ms
-        for t in req.topics:
+        topics = self._commit_partitions(
+            req.group_id, req.topics, error, now_ms, expire_ms, version >= 6, records,
+            OffsetCommitResponse.OffsetCommitResponseTopic,
+            OffsetCommitResponse.OffsetCommitResponsePartition)
+        return OffsetCommitResponse(topics=topics), records
+
+    def _commit_partitions(self, group_id: str, request_topics: Any, error: ErrorCode | None,
+                           now_ms: int, expire_ms: int | None, with_leader_epoch: bool,
+                           records: list[Record], topic_cls: Any, partition_cls: Any) -> list[Any]:
+        """The per-partition part of OffsetCommit and TxnOffsetCommit (the same in Kafka):
+        each partition answers ``error`` if the request failed as a whole, else
+        OFFSET_METADATA_TOO_LARGE or NONE, and a NONE adds its record to ``records``."""
+        topics = []
+        for t in request_topics:
             parts = []
             for p in t.partitions:
                 code = error
@@ -206,15 +219,13 @@ class OffsetManager:
                     else:
                         code = E.NONE
                         records.append(offset_commit_record(
-                            req.group_id, t.name, p.partition_index, offset=p.committed_offset,
-                            leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
+                            group_id, t.name, p.partition_index, offset=p.committed_offset,
+                            leader_epoch=p.committed_leader_epoch if with_leader_epoch else -1,
                             metadata=metadata, commit_timestamp_ms=now_ms,
                             expire_timestamp_ms=expire_ms))
-                parts.append(OffsetCommitResponse.OffsetCommitResponsePartition(
-                    partition_index=p.partition_index, error_code=int(code)))
-            topics.append(OffsetCommitResponse.OffsetCommitResponseTopic(name=t.name,
-                                                                         partitions=parts))
-        return OffsetCommitResponse(topics=topics), records
+                parts.append(partition_cls(partition_index=p.partition_index, error_code=int(code)))
+            topics.append(topic_cls(name=t.name, partitions=parts))
+        return topics
 
     # -- TxnOffsetCommit -------------------------------------------------------------------
 
@@ -239,26 +250,10 @@ class OffsetManager:
             except GroupError as err:
                 error = err.code
         records: list[Record] = []
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                code = error
-                if code is None:
-                    metadata = p.committed_metadata or ""
-                    if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
-                        code = E.OFFSET_METADATA_TOO_LARGE
-                    else:
-                        code = E.NONE
-                        records.append(offset_commit_record(
-                            req.group_id, t.name, p.partition_index, offset=p.committed_offset,
-                            leader_epoch=p.committed_leader_epoch if version >= 2 else -1,
-                            metadata=metadata, commit_timestamp_ms=now_ms,
-                            expire_timestamp_ms=None))
-                parts.append(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
-                    partition_index=p.partition_index, error_code=int(code)))
-            topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(
-                name=t.name, partitions=parts))
+        topics = self._commit_partitions(
+            req.group_id, req.topics, error, now_ms, None, version >= 2, records,
+            TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic,
+            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition)
         return TxnOffsetCommitResponse(topics=topics), records, error
 
     # -- OffsetFetch -----------------------------------------------------------------------
