@@ -43,6 +43,7 @@ from kbroker.acl_store import (
     encode_acls,
     znode_path,
 )
+from kbroker.config_entities import completion_of
 
 if TYPE_CHECKING:
     from kbroker.authorizer import AclAuthorizer, Changes
@@ -89,24 +90,13 @@ class AclZkStore:
         return {}   # the table comes from ZooKeeper in start()
 
     def store(self, table: AclTable, changes: Changes) -> Future[None]:
-        done: Future[None] = Future()
-
         async def write() -> None:
             for pattern, (added, removed) in changes.items():
                 await self._update(pattern, added, removed)
                 path, data = change_notification(pattern)
                 await self.zk.create(path, data, sequential=True, make_parents=True)
 
-        def finished(task: asyncio.Task[None]) -> None:
-            if task.cancelled():
-                done.cancel()
-            elif task.exception() is not None:
-                done.set_exception(task.exception())  # type: ignore[arg-type]
-            else:
-                done.set_result(None)
-
-        self._spawn(write()).add_done_callback(finished)
-        return done
+        return completion_of(self._spawn(write()))
 
     def close(self) -> None:
         for t in list(self._tasks):

@@ -17,7 +17,7 @@ from typing import Any
 from cluster import znodes
 from cluster.coordination import NoNodeError
 
-__all__ = ["publish_entity", "read_entity"]
+__all__ = ["completion_of", "publish_entity", "read_entity"]
 
 
 async def read_entity(zk: Any, entity_type: str, name: str) -> dict[str, str] | None:
@@ -33,7 +33,6 @@ def publish_entity(zk: Any, entity_type: str, name: str, overrides: dict[str, st
     """Write the entity's overrides, then the notification; the future is done once both
     are stored (an AlterConfigs answer waits for it).  Runs on the loop's ZooKeeper client:
     call it from the event loop."""
-    done: Future[None] = Future()
     snapshot = dict(overrides)
 
     async def write() -> None:
@@ -46,13 +45,21 @@ def publish_entity(zk: Any, entity_type: str, name: str, overrides: dict[str, st
         await zk.create(f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
                         znodes.encode_config_change(f"{entity_type}/{name}"), sequential=True)
 
-    def finished(task: asyncio.Task[None]) -> None:
-        if task.cancelled():
+    return completion_of(asyncio.ensure_future(write()))
+
+
+def completion_of(task: asyncio.Future[None]) -> Future[None]:
+    """A thread-safe future that ends as ``task`` ends (result, exception or cancellation):
+    what a handler's ``answer_when_stored`` waits on for a ZooKeeper write."""
+    done: Future[None] = Future()
+
+    def finished(t: asyncio.Future[None]) -> None:
+        if t.cancelled():
             done.cancel()
-        elif task.exception() is not None:
-            done.set_exception(task.exception())  # type: ignore[arg-type]
+        elif t.exception() is not None:
+            done.set_exception(t.exception())  # type: ignore[arg-type]
         else:
             done.set_result(None)
 
-    asyncio.ensure_future(write()).add_done_callback(finished)
+    task.add_done_callback(finished)
     return done
