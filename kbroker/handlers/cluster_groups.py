@@ -29,31 +29,38 @@ def _unavailable(msg: str | None = None) -> Answer:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE, msg, -1, "", -1
 
 
-async def _create_offsets_topic(ctx: RequestContext) -> str | None:
-    """Create __consumer_offsets if enough brokers are alive; the refusal message if not."""
+async def create_internal_topic(ctx: RequestContext, topic: str, what: str, prefix: str,
+                                configs: dict[str, str]) -> str | None:
+    """Create an internal topic (__consumer_offsets, __transaction_state) from
+    ``<prefix>.num.partitions`` / ``<prefix>.replication.factor`` if enough brokers are alive
+    (Kafka's AutoTopicCreationManager); Kafka's refusal message if not."""
     state = ctx.broker
     cluster = state.cluster
     assert cluster is not None
     cfg = state.config
-    rf = cfg["offsets.topic.replication.factor"]
+    rf = cfg[f"{prefix}.replication.factor"]
     live = cluster.cache.live_brokers()
     if len(live) < rf:
         return (f"Number of alive brokers '{len(live)}' does not meet the required replication "
-                f"factor '{rf}' for the offsets topic (configured via "
-                "'offsets.topic.replication.factor'). This error can be ignored if the cluster is "
+                f"factor '{rf}' for the {what} (configured via "
+                f"'{prefix}.replication.factor'). This error can be ignored if the cluster is "
                 "starting up and not all brokers are up yet.")
-    assignment = zk_admin.assign(live, cfg["offsets.topic.num.partitions"], rf)
+    assignment = zk_admin.assign(live, cfg[f"{prefix}.num.partitions"], rf)
     try:
-        await zk_admin.create_topic(cluster.zk, GROUP_METADATA_TOPIC, assignment, {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(cfg["offsets.topic.segment.bytes"]),
-            "compression.type": "producer",
-        })
-        log.info("created %s with %d partition(s), replication factor %d", GROUP_METADATA_TOPIC,
-                 len(assignment), rf)
+        await zk_admin.create_topic(cluster.zk, topic, assignment, configs)
+        log.info("created %s with %d partition(s), replication factor %d", topic, len(assignment), rf)
     except zk_admin.TopicExistsError:
         pass
     return None
+
+
+async def _create_offsets_topic(ctx: RequestContext) -> str | None:
+    cfg = ctx.broker.config
+    return await create_internal_topic(ctx, GROUP_METADATA_TOPIC, "offsets topic", "offsets.topic", {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(cfg["offsets.topic.segment.bytes"]),
+        "compression.type": "producer",
+    })
 
 
 async def group_coordinator(ctx: RequestContext, group_id: str) -> Answer:

@@ -16,10 +16,9 @@ PRODUCER_FENCED (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn below v2).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from kbroker import zk_admin
+from kbroker.handlers.cluster_groups import create_internal_topic
 from kbroker.registry import INTER_BROKER, REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import TRANSACTION_STATE_TOPIC
@@ -39,8 +38,6 @@ from wire.messages import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
-
-log = logging.getLogger("kbroker.txn")
 
 E = ErrorCode
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -232,22 +229,5 @@ async def transaction_coordinator(ctx: RequestContext, transactional_id: str) ->
 
 
 async def _create_transaction_topic(ctx: RequestContext) -> str | None:
-    state = ctx.broker
-    cluster = state.cluster
-    cfg = state.config
-    rf = cfg["transaction.state.log.replication.factor"]
-    live = cluster.cache.live_brokers()
-    if len(live) < rf:
-        return (f"Number of alive brokers '{len(live)}' does not meet the required replication "
-                f"factor '{rf}' for the transactions state topic (configured via "
-                "'transaction.state.log.replication.factor'). This error can be ignored if the "
-                "cluster is starting up and not all brokers are up yet.")
-    assignment = zk_admin.assign(live, cfg["transaction.state.log.num.partitions"], rf)
-    try:
-        await zk_admin.create_topic(cluster.zk, TRANSACTION_STATE_TOPIC, assignment,
-                                    topic_configs(cfg))
-        log.info("created %s with %d partition(s), replication factor %d",
-                 TRANSACTION_STATE_TOPIC, len(assignment), rf)
-    except zk_admin.TopicExistsError:
-        pass
-    return None
+    return await create_internal_topic(ctx, TRANSACTION_STATE_TOPIC, "transactions state topic",
+                                       "transaction.state.log", topic_configs(ctx.broker.config))
