@@ -94,3 +94,32 @@ class ScramClient:
         sig = hmac.new(stored, auth, self.h).digest()
         proof = bytes(a ^ b for a, b in zip(client_key, sig, strict=True))
         return f"{without},p={base64.b64encode(proof).decode()}".encode()
+
+
+def aiokafka_round_trip(topic: str, values: list[bytes], **common: object) -> list[bytes]:
+    """Produce ``values`` to ``topic`` with aiokafka and read them back from the start, both
+    with the client settings ``common`` (listener, security protocol, credentials)."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def run() -> list[bytes]:
+        p = AIOKafkaProducer(**common)
+        await p.start()
+        for v in values:
+            await p.send_and_wait(topic, v)
+        await p.stop()
+        c = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **common)
+        await c.start()
+        got: list[bytes] = []
+        try:
+            async with asyncio.timeout(60):
+                async for m in c:
+                    got.append(m.value)
+                    if len(got) == len(values):
+                        break
+        finally:
+            await c.stop()
+        return got
+
+    return asyncio.run(run())

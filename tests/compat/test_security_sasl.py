@@ -9,7 +9,6 @@ AlterUserScramCredentials) and advertises, on each listener, that listener's por
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 import threading
@@ -24,6 +23,7 @@ from tests.compat.security_helpers import (
     MECHANISMS,
     USERS,
     ScramClient,
+    aiokafka_round_trip,
     confluent_conf,
     start_secure_broker,
 )
@@ -99,33 +99,11 @@ def test_kafka_python_produces_and_consumes_over_sasl_plaintext(secure, mechanis
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_aiokafka_produces_and_consumes_over_sasl_plaintext(secure, mechanism):
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
     user, pw = USERS[mechanism]
     common = dict(bootstrap_servers=f"127.0.0.1:{secure.ports['SASL_PLAINTEXT']}", security_protocol="SASL_PLAINTEXT",
                   sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=pw)
-    topic = f"aio-{mechanism.lower()}"
-
-    async def run() -> list[bytes]:
-        p = AIOKafkaProducer(**common)
-        await p.start()
-        for i in range(10):
-            await p.send_and_wait(topic, b"a%d" % i)
-        await p.stop()
-        c = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **common)
-        await c.start()
-        got = []
-        try:
-            async with asyncio.timeout(60):
-                async for m in c:
-                    got.append(m.value)
-                    if len(got) == 10:
-                        break
-        finally:
-            await c.stop()
-        return got
-
-    assert asyncio.run(run()) == [b"a%d" % i for i in range(10)]
+    values = [b"a%d" % i for i in range(10)]
+    assert aiokafka_round_trip(f"aio-{mechanism.lower()}", values, **common) == values
 
 
 def test_kcat_produces_and_consumes_with_scram_sha_512(secure, tmp_path):

@@ -8,7 +8,6 @@ PLAIN and SCRAM.  Principals are read from the broker's DEBUG line per TLS conne
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import socket
 import ssl
@@ -22,7 +21,12 @@ from confluent_kafka import Consumer, Producer
 
 from tests.compat.broker_process import free_port
 from tests.compat.security_certs import CLIENT_DN, make_certs
-from tests.compat.security_helpers import USERS, confluent_conf, start_secure_broker
+from tests.compat.security_helpers import (
+    USERS,
+    aiokafka_round_trip,
+    confluent_conf,
+    start_secure_broker,
+)
 
 
 @pytest.fixture(scope="module")
@@ -173,33 +177,12 @@ def test_kafka_python_over_mutual_tls_and_sasl_ssl(tls_broker, certs):
 
 
 def test_aiokafka_over_mutual_tls(tls_broker, certs):
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
     ctx = ssl.create_default_context(cafile=f"{certs}/ca.crt")
     ctx.load_cert_chain(f"{certs}/client.crt", f"{certs}/client.key")
     common = dict(bootstrap_servers=f"127.0.0.1:{tls_broker.ports['MTLS']}", security_protocol="SSL",
                   ssl_context=ctx)
-
-    async def run() -> list[bytes]:
-        p = AIOKafkaProducer(**common)
-        await p.start()
-        for i in range(5):
-            await p.send_and_wait("aio-tls", b"a%d" % i)
-        await p.stop()
-        c = AIOKafkaConsumer("aio-tls", auto_offset_reset="earliest", **common)
-        await c.start()
-        got = []
-        try:
-            async with asyncio.timeout(60):
-                async for m in c:
-                    got.append(m.value)
-                    if len(got) == 5:
-                        break
-        finally:
-            await c.stop()
-        return got
-
-    assert asyncio.run(run()) == [b"a%d" % i for i in range(5)]
+    values = [b"a%d" % i for i in range(5)]
+    assert aiokafka_round_trip("aio-tls", values, **common) == values
 
 
 def test_kcat_over_mutual_tls(tls_broker, certs):
