@@ -21,6 +21,7 @@ from tests.compat.txn_workload import (
     PER_PARTITION,
     TXNS,
     check_scenario,
+    confluent_transactions,
     create_topic,
     read_all,
     records_of,
@@ -31,18 +32,7 @@ TOPIC = "txn-topic"
 
 def test_confluent_kafka_commits_and_aborts_are_seen_exactly_by_each_isolation_level(broker):
     create_topic(broker.bootstrap, TOPIC)
-    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "ck-txn"})
-    p.init_transactions(60)
-    for i, commit in enumerate(TXNS):
-        p.begin_transaction()
-        for part in range(PARTITIONS):
-            for k, v in records_of("ck", i, part):
-                p.produce(TOPIC, key=k, value=v, partition=part)
-        assert p.flush(60) == 0
-        if commit:
-            p.commit_transaction(60)
-        else:
-            p.abort_transaction(60)
+    confluent_transactions(broker.bootstrap, TOPIC, "ck-txn", "ck")
     check_scenario(broker.bootstrap, TOPIC, "ck")
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 3
@@ -37,6 +37,23 @@ def records_of(prefix: str, txn: int, partition: int) -> list[tuple[bytes, bytes
     """The (key, value) pairs transaction ``txn`` writes to ``partition``."""
     return [(f"{prefix}-t{txn}-p{partition}-{j}".encode(), f"value-{txn}-{partition}-{j}".encode())
             for j in range(PER_PARTITION)]
+
+
+def confluent_transactions(bootstrap: str, topic: str, transactional_id: str, prefix: str) -> None:
+    """The scenario's transactions (TXNS: commit or abort, each writing ``records_of`` to
+    every partition) with one confluent-kafka transactional producer."""
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    p.init_transactions(60)
+    for i, commit in enumerate(TXNS):
+        p.begin_transaction()
+        for part in range(PARTITIONS):
+            for k, v in records_of(prefix, i, part):
+                p.produce(topic, key=k, value=v, partition=part)
+        assert p.flush(60) == 0
+        if commit:
+            p.commit_transaction(60)
+        else:
+            p.abort_transaction(60)
 
 
 def expected(prefix: str, committed_only: bool) -> list[tuple[int, int, bytes, bytes]]:

@@ -7,15 +7,12 @@ record."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Producer
 
 from tests.compat.txn_workload import (
-    PARTITIONS,
-    TXNS,
+    confluent_transactions,
     create_topic,
     expected,
     read_all,
-    records_of,
 )
 from tests.spark.streaming import run_available_now, to_recs
 
@@ -27,18 +24,7 @@ TOPIC = "txn-spark"
 
 def _write_transactions(bootstrap: str) -> None:
     create_topic(bootstrap, TOPIC)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "spark-txn"})
-    p.init_transactions(60)
-    for i, commit in enumerate(TXNS):
-        p.begin_transaction()
-        for part in range(PARTITIONS):
-            for k, v in records_of("s", i, part):
-                p.produce(TOPIC, key=k, value=v, partition=part)
-        assert p.flush(60) == 0
-        if commit:
-            p.commit_transaction(60)
-        else:
-            p.abort_transaction(60)
+    confluent_transactions(bootstrap, TOPIC, "spark-txn", "s")
     # the last markers are written after commit_transaction returns: wait until a
     # read_committed consumer reaches the end (the LSO is the log end offset then)
     read_all(bootstrap, TOPIC, "read_committed")
