@@ -29,8 +29,9 @@ run: $(VENV)/.run-installed
 
 ## test: install everything the tests need, then run lint and every test
 test: $(VENV)/.test-installed deps-system spark-jars zookeeper-jars kafka-jars lint
-	$(PY) -m pytest
-	$(PY) -m pytest examples  # the example project using the pytest plugin (examples/README.md)
+	rm -f .test-failures.txt
+	$(PY) -m pytest || { echo "== make test: failed tests (.test-failures.txt) =="; cat .test-failures.txt; exit 1; }
+	$(PY) -m pytest examples || { cat .test-failures.txt; exit 1; }  # the example project using the pytest plugin (examples/README.md)
 
 ## deps-system: system packages the tests run (kcat for the compat tests; ip and iptables, from
 ## iproute2 and iptables, for the network-partition tests in tests/cluster; chromium and

@@ -11,3 +11,4 @@ from hypothesis import HealthCheck, settings
 
 settings.register_profile("kbroker", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("kbroker")
+
