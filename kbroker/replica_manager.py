@@ -183,10 +183,15 @@ class ReplicaManager:
         self.fetchers.remove_partitions([tp])
         partition.on_high_watermark = lambda: self.delayed_produce.try_complete(tp)
         partition.submit_isr_change = self._submit_isr_change
+        rep = partition.replication
+        isr_before = None if rep is None else rep.isr
         if not partition.make_leader(p.leader_epoch, p.partition_epoch, list(p.isr), list(p.replicas),
                                      self.state.node_id, self.replica_lag_time_max_ms):
             log.info("%s-%d: ignoring LeaderAndIsr at partition epoch %d (ours is newer)", tp[0], tp[1],
                      p.partition_epoch)
+        elif was is not None and isr_before != tuple(p.isr):
+            log.info("%s-%d: ISR is now %s (LeaderAndIsr at leader epoch %d, partition epoch %d)",
+                     tp[0], tp[1], list(p.isr), p.leader_epoch, p.partition_epoch)
         if was is None:
             log.info("broker %d leads %s-%d at leader epoch %d, ISR %s", self.state.node_id, tp[0], tp[1],
                      p.leader_epoch, list(p.isr))

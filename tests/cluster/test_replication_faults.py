@@ -243,11 +243,13 @@ def test_acks_1_may_lose_unreplicated_records_on_a_leader_crash_and_acks_all_los
 # -- NOT_ENOUGH_REPLICAS ----------------------------------------------------------------------
 
 
-def produce_one(bootstrap: str, topic: str, acks: str, value: bytes) -> KafkaError | None:
+def produce_one(bootstrap: str, topic: str, acks: str, value: bytes,
+                request_timeout_ms: int = 30000) -> KafkaError | None:
     """One record, no retries: the broker's own answer as the delivery error (None: acked)."""
     outcome: list[KafkaError | None] = []
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "retries": 0, "enable.idempotence": False,
-                  "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000})
+                  "request.timeout.ms": request_timeout_ms, "message.timeout.ms": 30000,
+                  "topic.metadata.refresh.interval.ms": 1000})
     p.produce(topic, value=value, partition=0, on_delivery=lambda err, _msg: outcome.append(err))
     assert p.flush(60) == 0
     return outcome[0]
@@ -263,9 +265,21 @@ def test_two_of_three_replicas_down_refuses_acks_all_with_not_enough_replicas(cl
         faults.kill9(cluster.brokers[f])
     wait_until(lambda: partition_state(cluster, topic, 0)["isr"] == [leader], "the ISR to shrink to the leader")
 
+    # ZooKeeper holds the new ISR a moment before the leader does (the controller writes it,
+    # then tells the leader by LeaderAndIsr or the AlterPartition answer).  A produce in that
+    # window is appended with three in the leader's ISR and then waits, as in Kafka, for a high
+    # watermark that cannot move below min.insync.replicas: REQUEST_TIMED_OUT after the
+    # request's timeout.  Once the leader has the ISR, acks=all is refused before the append.
     bootstrap = cluster.brokers[leader].bootstrap
-    err = produce_one(bootstrap, topic, "all", b"with one")
-    assert err is not None and err.code() == KafkaError.NOT_ENOUGH_REPLICAS, err
+
+    answers: list[KafkaError | None] = []
+
+    def refused() -> bool:
+        answers.append(produce_one(bootstrap, topic, "all", b"with one", request_timeout_ms=3000))
+        return answers[-1] is not None and answers[-1].code() == KafkaError.NOT_ENOUGH_REPLICAS
+
+    wait_until(refused, "the leader to refuse acks=all with NOT_ENOUGH_REPLICAS")
+    assert all(e is not None and e.code() == KafkaError.REQUEST_TIMED_OUT for e in answers[:-1]), answers
     assert produce_one(bootstrap, topic, "1", b"acks=1 needs only the leader") is None
 
     for f in followers:
