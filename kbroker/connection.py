@@ -4,7 +4,10 @@ Requests on a connection are decoded as they arrive and each takes a response sl
 arrival order; responses leave strictly in that order (Kafka clients match responses
 to the oldest in-flight request).  A handler that parks (Fetch long-poll) holds up
 only this connection's later responses, never other connections.  A slot whose
-handler answered ``NO_RESPONSE`` (acks=0 Produce) is released without writing.
+handler answered ``NO_RESPONSE`` (acks=0 Produce) is released without writing.  A
+handler that answered ``CloseConnection`` (an acks=0 Produce with an error, Kafka's
+``requestChannel.closeConnection``) closes the connection in its turn: the responses of
+the requests before it still leave, in order; nothing after it is read or answered.
 
 What closes the connection, as Kafka's SocketServer does: a frame size below zero or
 above ``socket.request.max.bytes``; a header that cannot be parsed; an unknown API
@@ -16,7 +19,7 @@ does not close it: as Kafka's ``RequestHandlerHelper.handleError`` does, the req
 answered with UNKNOWN_SERVER_ERROR in the API's own layout
 (kbroker/error_responses.py), the traceback is logged once, and the connection goes on
 with the next request.  The one exception is Kafka's too: an acks=0 Produce has no
-response to carry the error, so its connection is closed.
+response to carry the error, so its connection is closed (in its turn, as above).
 Reading pauses while too many responses are pending, the transport's write buffer is
 full (uvicorn-style flow control), or a response is being sent raw (below), so a slow
 reader cannot make the broker buffer without bound: what a connection holds is at most
@@ -72,7 +75,7 @@ import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.error_responses import CLOSE, error_response
 from kbroker.metrics import REQUEST_STATS
 from kbroker.quotas import apply_quotas
-from kbroker.registry import INTER_BROKER, NO_RESPONSE, REGISTRY
+from kbroker.registry import INTER_BROKER, NO_RESPONSE, REGISTRY, CloseConnection
 from kbroker.request_context import RequestContext
 from kbroker.sasl_authenticator import SaslAuthenticator
 from log.file_records import PinnedSlice
@@ -121,11 +124,12 @@ def _read_slices(parts: list[Any]) -> list[Any]:
 
 
 class _Slot:
-    __slots__ = ("parts", "ready", "t0")
+    __slots__ = ("close_why", "parts", "ready", "t0")
 
     def __init__(self, t0: float = 0.0) -> None:
         self.parts: list[Any] | None = None
         self.ready = False
+        self.close_why: str | None = None   # set: the connection closes when this slot's turn comes
         self.t0 = t0   # perf_counter() when its request arrived; 0: not timed (kbroker/metrics.py)
 
 
@@ -162,6 +166,12 @@ class KafkaConnection(asyncio.Protocol):
         self._raw_bytes = 0
         self._muted_until = 0.0   # loop time until which a throttled client is not read (quotas)
         self._quotas = getattr(state, "quotas", None)   # test doubles of the state may have none
+        # A request's handler asked to close (CloseConnection: a failed acks=0 Produce):
+        # ``_closing`` stops reading and dispatching at once; ``_close_when_sent`` is the
+        # reason, set when that slot's turn has come, and the close happens once every
+        # earlier response has been written (raw mode included).
+        self._closing = False
+        self._close_when_sent: str | None = None
 
     # ------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -206,7 +216,7 @@ class KafkaConnection(asyncio.Protocol):
         # syscall and a wake-up of the client per chunk instead of per request.
         self._dispatching = True
         try:
-            while not self.closed:
+            while not self.closed and not self._closing:
                 frame = self.decoder.next_frame()
                 if frame is None:
                     break
@@ -330,7 +340,11 @@ class KafkaConnection(asyncio.Protocol):
               request: Any) -> None:
         if self._quotas is not None and self._quotas.enabled and request is not None:   # kbroker/quotas.py
             busy = perf_counter() - slot.t0 if slot.t0 and self._dispatching else 0.0
-            self.throttle(apply_quotas(ctx, request, None if result is NO_RESPONSE else result, busy))
+            self.throttle(apply_quotas(ctx, request, None if result is NO_RESPONSE
+                                       or type(result) is CloseConnection else result, busy))
+        if type(result) is CloseConnection:
+            self._close_at(slot, result.why)
+            return
         if result is not NO_RESPONSE:
             try:
                 slot.parts = encode_response(result, version, ctx.correlation_id)
@@ -364,7 +378,7 @@ class KafkaConnection(asyncio.Protocol):
                           ctx.api_key, ctx.api_version)
             parts = None
         if parts is None:   # acks=0 Produce (Kafka closes too), or no error response could be built
-            self._abort("handler error with no response to carry it")
+            self._close_at(slot, "handler error with no response to carry it")
             return
         slot.parts = parts
         slot.ready = True
@@ -373,14 +387,34 @@ class KafkaConnection(asyncio.Protocol):
         if not self._dispatching:
             self._flush()
 
+    def _close_at(self, slot: _Slot, why: str) -> None:
+        """``slot`` answers nothing and closes the connection in its turn: the responses
+        before it are still sent, in order; nothing after it is read, dispatched or sent
+        (Kafka handles one request of a connection at a time, so it never has any)."""
+        slot.close_why = why
+        slot.ready = True
+        self._closing = True
+        if not self._dispatching:
+            self._flush()
+
     def _flush(self) -> None:
         """Write every response whose turn has come, in one writelines (a single writev)."""
+        if self._close_when_sent is not None:
+            return   # closing: what was before the close slot is being written; nothing more
         slots = self.slots
         parts: list[Any] = []
         while slots and slots[0].ready:
             slot = slots.popleft()
             if slot.parts is not None:
                 parts += slot.parts
+            if slot.close_why is not None:
+                self._close_when_sent = slot.close_why
+                for later in slots:   # never answered (their tasks are cancelled on close)
+                    for p in later.parts or ():
+                        if type(p) is PinnedSlice:
+                            p.close()
+                slots.clear()
+                break
         transport = self.transport
         if parts and transport is not None and not self.closed:
             if self._tls and any(type(p) is PinnedSlice for p in parts):
@@ -394,6 +428,9 @@ class KafkaConnection(asyncio.Protocol):
                 self._pump()
             else:
                 transport.writelines(parts)
+        if self._close_when_sent is not None and not self._out:
+            self.close_after_sending(self._close_when_sent)   # the transport's buffer leaves first
+            return
         self._update_reading()
 
     # ------------------------------------------------------------ raw mode (sendfile)
@@ -460,6 +497,9 @@ class KafkaConnection(asyncio.Protocol):
             self._abort(f"send failed: {e}")
             return
         self._end_raw_mode()
+        if self._close_when_sent is not None:   # the responses before the close slot have all left
+            self.close_after_sending(self._close_when_sent)
+            return
         if self._raw_slices:
             log.debug("sent %d record slices (%d bytes) to %s with sendfile", self._raw_slices,
                       self._raw_bytes, self.peer)
@@ -492,7 +532,7 @@ class KafkaConnection(asyncio.Protocol):
         t = self.transport
         if t is None or self.closed:
             return
-        should_pause = self._write_paused or bool(self._out) or len(self.slots) >= MAX_PENDING or (
+        should_pause = self._write_paused or self._closing or bool(self._out) or len(self.slots) >= MAX_PENDING or (
             self._muted_until > 0 and self._muted_until > asyncio.get_running_loop().time())
         if should_pause and not self._read_paused:
             self._read_paused = True

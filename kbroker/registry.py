@@ -3,7 +3,8 @@
 ApiVersions is built from this registry (kbroker/handlers/api_versions.py), so the
 broker never advertises an API or version it cannot answer.  A handler takes the
 request context and the decoded request and returns the response message, an
-awaitable of it (a parked Fetch), or ``NO_RESPONSE`` (acks=0 Produce).
+awaitable of it (a parked Fetch), ``NO_RESPONSE`` (acks=0 Produce), or a
+``CloseConnection`` (an acks=0 Produce that failed).
 
 Test seam: ``KBROKER_TEST_FAIL_API`` (a comma-separated list of API keys, read once when
 kbroker.connection is imported) makes the handlers of those APIs raise, so that the
@@ -22,6 +23,16 @@ if TYPE_CHECKING:
     from kbroker.request_context import RequestContext
 
 NO_RESPONSE = object()  # a handler result meaning "send nothing back" (acks=0 Produce)
+
+
+@dataclass(frozen=True, slots=True)
+class CloseConnection:
+    """A handler result meaning "send nothing back; close the connection once the responses
+    of the requests before this one have left, and read nothing after it" (Kafka's
+    ``requestChannel.closeConnection``: an acks=0 Produce that failed has no response to
+    carry the error, so the client learns of it from the close and refreshes its metadata)."""
+
+    why: str   # logged with the close
 
 Handler = Callable[["RequestContext", Any], Any]
 

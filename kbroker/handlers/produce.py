@@ -16,7 +16,10 @@ record on a compacted topic, a timestamp out of bounds), v8+ names each one in
 Kafka's RecordValidationException does; other errors carry no message (ReplicaManager's
 hasCustomErrorMessage).  The records are never decoded here: the batch header
 is read in place and the frame's own bytes are patched (base offset, leader epoch) and
-written.  ``acks=0``: nothing is sent back.
+written.  ``acks=0``: nothing is sent back; if any partition failed, the connection is
+closed instead (after the responses of earlier requests on it), so that the client notices
+and refreshes its metadata (KafkaApis.handleProduceRequest's ``closeConnection``; a
+whole-request failure closes too, as ProduceRequest.getErrorResponse is null for acks=0).
 
 Cluster mode (kbroker/replica_manager.py): only the leader appends (else
 NOT_LEADER_OR_FOLLOWER).  acks=1 answers after the leader's append.  acks=-1: refused with
@@ -34,7 +37,7 @@ from __future__ import annotations
 from kbroker.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.authorizer import authorize
 from kbroker.metrics import TOPIC_STATS
-from kbroker.registry import NO_RESPONSE, REGISTRY
+from kbroker.registry import NO_RESPONSE, REGISTRY, CloseConnection
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import is_internal
 from log.errors import LogError
@@ -104,15 +107,14 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
     v = ctx.api_version
     if req.transactional_id is not None and not authorize(ctx, WRITE, TRANSACTIONAL_ID, req.transactional_id):
         if req.acks == 0:
-            return NO_RESPONSE
+            return _acks_0_close(ctx, "TransactionalIdAuthorizationException")
         return _whole_request_error(req, v, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                     "Transactional Id authorization failed.")
     if v >= 3 and req.transactional_id is None and _has_transactional_batch(req):
         # KafkaApis.handleProduceRequest: transactional records need a transactional id
         # (authorized for WRITE) or the whole request fails before anything is appended.
-        # (Kafka closes an acks=0 connection here, having no response to send; we only drop.)
-        if req.acks == 0:
-            return NO_RESPONSE
+        if req.acks == 0:   # no response to carry the error: Kafka closes the connection
+            return _acks_0_close(ctx, "TransactionalIdAuthorizationException")
         return _whole_request_error(req, v, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                     "Transactional Id authorization failed.")
     if req.transactional_id is not None and req.acks != 0 and getattr(state, "cluster", None) is not None:
@@ -187,11 +189,20 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                 answers[(topic.name, pd.index)] = answer
         topics.append(ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions))
     if req.acks == 0:
-        return NO_RESPONSE
+        failed = [f"{t.name}-{p.index}={ErrorCode(p.error_code).name}"
+                  for t in topics for p in t.partition_responses if p.error_code]
+        return _acks_0_close(ctx, ", ".join(failed)) if failed else NO_RESPONSE
     response = ProduceResponse(responses=topics, throttle_time_ms=0)
     if awaiting:
         return _await_replication(cluster, response, awaiting, answers, req.timeout_ms)
     return response
+
+
+def _acks_0_close(ctx: RequestContext, errors: str) -> CloseConnection:
+    """An acks=0 Produce that failed: the connection is closed, with Kafka's log line."""
+    return CloseConnection(
+        f"error during produce request with correlation id {ctx.correlation_id} from client id "
+        f"{ctx.client_id} with ack=0; topic and partition to exceptions: {errors}")
 
 
 async def _await_replication(cluster: object, response: ProduceResponse, awaiting: dict[tuple[str, int], int],
