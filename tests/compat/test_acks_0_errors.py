@@ -22,7 +22,8 @@ from tests.compat.test_bad_input import (
     produce_request,
 )
 from wire.headers import encode_request
-from wire.messages import MetadataResponse
+from wire.messages import MetadataResponse, ProduceRequest
+from wire.record_batch import build_batch
 
 DEADLINE_S = 60.0
 
@@ -73,6 +74,25 @@ def test_an_acks_0_produce_that_fails_on_a_partition_closes_the_connection(share
     finally:
         raw.close()
     wait_for_close_logged(shared, error)
+    assert high_watermark(shared.port, "exists", 0) == before
+
+
+def test_an_acks_0_produce_of_transactional_records_without_a_transactional_id_closes_the_connection(shared):
+    """The whole-request failure (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): Kafka's
+    sendErrorResponseMaybeThrottle finds no response for acks=0 and closes."""
+    txn = build_batch([(b"k", b"v", None, 1_700_000_000_000)], producer_id=1000, producer_epoch=0,
+                      base_sequence=0, is_transactional=True)
+    before = high_watermark(shared.port, "exists", 0)
+    raw = Raw(shared.port)
+    try:
+        raw.request(ProduceRequest(transactional_id=None, acks=0, timeout_ms=10_000, topic_data=[
+            ProduceRequest.TopicProduceData(name="exists", partition_data=[
+                ProduceRequest.PartitionProduceData(index=0, records=txn)])]), 9, 9)
+        raw.assert_closed_without_answer(DEADLINE_S)
+    finally:
+        raw.close()
+    wait_for_close_logged(shared, "correlation id 9 from client id raw-test with ack=0; "
+                                  "topic and partition to exceptions: TransactionalIdAuthorizationException")
     assert high_watermark(shared.port, "exists", 0) == before
 
 
