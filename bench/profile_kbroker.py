@@ -19,10 +19,14 @@ file at exit) and tabulates the top functions by cumulative and by own time:
 * small produce (bench/small_wide_bench.py): idempotent, acks=all, linger.ms=0, 100 B
   records over 64 partitions, unthrottled: the per-request path of small requests;
 * wide fetch (bench/small_wide_bench.py): one consumer reading a topic of 500 partitions
-  pre-filled with small records: the per-partition path of Fetch.
+  pre-filled with small records: the per-partition path of Fetch;
+* cost-curve produce / consume (bench/cost_curves.py's partitions point, ``--curve-partitions``
+  P, default 1,000): ``--curve-mib`` MiB of 1 KiB records produced round-robin over P
+  partitions (acks=1, linger.ms=5), then, from a broker restarted on the same data dir, read
+  back by one consumer assigned all P partitions: the per-partition cost of Produce and Fetch.
 
 ``--only small,wide`` runs only the named parts (data, java, consume, consume-java,
-latency, small, wide); the report then holds those parts.
+latency, small, wide, curve-produce, curve-consume); the report then holds those parts.
 
 cProfile sees the event-loop (main) thread only, where every request is handled; the
 background thread (retention, flushes, checkpoints) is idle in these runs.  Its overhead
@@ -90,6 +94,8 @@ def main() -> None:
     ap.add_argument("--small-records", type=int, default=1_000_000, help="records per 100 B produce run")
     ap.add_argument("--latency-s", type=float, default=10.0, help="seconds of the latency part")
     ap.add_argument("--wide-per-partition", type=int, default=1_000, help="records per partition, wide fetch")
+    ap.add_argument("--curve-partitions", type=int, default=1_000, help="partitions of the cost-curve parts")
+    ap.add_argument("--curve-mib", type=int, default=32, help="MiB of 1 KiB records, cost-curve parts")
     ap.add_argument("--only", help="comma-separated part names (default: all)")
     ap.add_argument("--out", type=Path, default=RESULTS / "profile.md")
     args = ap.parse_args()
@@ -141,6 +147,21 @@ def main() -> None:
         return (f"{n:,} records of 100 B over {small_wide_bench.WIDE_PARTITIONS} partitions (the fill is in the "
                 f"profile too), read at {f['wide.records_s']:,.0f} records/s")
 
+    curve_n = args.curve_mib * MIB // 1024
+    curve_topic = f"p{args.curve_partitions}"
+
+    def curve_produce(b: str) -> str:
+        from bench import cost_curves
+        cost_curves.create_topic(b, curve_topic, args.curve_partitions)
+        secs = workloads.produce(b, curve_topic, curve_n, 1024, acks="1", partitions=args.curve_partitions)
+        return (f"{curve_n:,} records of 1 KiB round-robin over {args.curve_partitions:,} partitions "
+                f"(topic creation in the profile too), {curve_n * 1024 / secs / 1e6:.1f} MB/s")
+
+    def curve_consume(b: str) -> str:
+        secs = workloads.consume(b, curve_topic, curve_n, partitions=args.curve_partitions)
+        return (f"{curve_n:,} records of 1 KiB from {args.curve_partitions:,} partitions, "
+                f"{curve_n * 1024 / secs / 1e6:.1f} MB/s")
+
     parts = [("Workload 1: produce, confluent-kafka (1 KiB and 100 B, acks=1 and all)", "data", produce_all),
              ("Workload 2: produce, Java ProducerPerformance 100 B acks=all (idempotent)", "java", produce_java),
              ("Workload 3: consume, confluent-kafka, the 1 KiB acks=1 topic from the beginning", "data", consume),
@@ -148,13 +169,19 @@ def main() -> None:
              ("Workload 4: end-to-end latency at 10,000 records/s (small requests, parked fetches)", "lat",
               latency),
              ("Small produce: idempotent, acks=all, linger.ms=0, 100 B, 64 partitions", "small", small),
-             ("Wide fetch: one consumer, 500 partitions of 100 B records", "wide", wide)]
+             ("Wide fetch: one consumer, 500 partitions of 100 B records", "wide", wide),
+             (f"Cost curve: produce round-robin over {args.curve_partitions:,} partitions", "curve", curve_produce),
+             (f"Cost curve: consume {args.curve_partitions:,} partitions (broker restarted)", "curve",
+              curve_consume)]
     names = {produce_all: "data", produce_java: "java", consume: "consume", consume_java: "consume-java",
-             latency: "latency", small: "small", wide: "wide"}
+             latency: "latency", small: "small", wide: "wide", curve_produce: "curve-produce",
+             curve_consume: "curve-consume"}
     if args.only:
         wanted = set(args.only.split(","))
         if "consume" in wanted or "consume-java" in wanted:
             wanted.add("data")  # the consume parts read what it produced
+        if "curve-consume" in wanted:
+            wanted.add("curve-produce")
         parts = [p for p in parts if names[p[2]] in wanted]
     md = ["# Where kbroker's time goes (cProfile)", "",
           f"Made by `make bench-profile` (bench/profile_kbroker.py) on {time.strftime('%Y-%m-%d %H:%M %Z')}. "

@@ -102,3 +102,57 @@ def test_a_new_index_holds_no_descriptor_until_its_first_entry_and_then_one(tmp_
     times.close()
     assert _open_descriptors() == before
     assert os.path.getsize(offsets.path) == 8 and os.path.getsize(times.path) == 12
+
+
+def _pwrite_positions(monkeypatch) -> list[int]:
+    """Byte positions of the entries log/index.py writes with os.pwrite."""
+    import log.index as index_module
+    positions: list[int] = []
+    real = os.pwrite
+
+    def counting(fd, data, position):
+        positions.append(position)
+        return real(fd, data, position)
+    monkeypatch.setattr(index_module.os, "pwrite", counting)
+    return positions
+
+
+def test_an_offset_index_writes_the_first_entry_of_each_page_with_pwrite_and_the_rest_through_its_map(
+        tmp_path, monkeypatch):
+    page = __import__("mmap").PAGESIZE
+    positions = _pwrite_positions(monkeypatch)
+    idx = OffsetIndex(str(tmp_path / "a.index"), 0, 3 * page)
+    n = 3 * page // 8
+    for i in range(n):
+        idx.append(i, 10 * i)
+    assert positions == [0, page, 2 * page]
+    assert idx.all_entries() == [OffsetPosition(i, 10 * i) for i in range(n)]
+    with open(idx.path, "rb") as f:   # what the file holds, read without the map
+        raw = f.read()
+    assert raw[page - 8:page + 8] == (page // 8 - 1).to_bytes(4, "big") + (10 * (page // 8 - 1)).to_bytes(4, "big") + \
+        (page // 8).to_bytes(4, "big") + (10 * (page // 8)).to_bytes(4, "big")
+
+
+def test_a_time_index_entry_straddling_two_pages_is_written_with_pwrite_and_reads_back_whole(tmp_path, monkeypatch):
+    page = __import__("mmap").PAGESIZE
+    positions = _pwrite_positions(monkeypatch)
+    idx = TimeIndex(str(tmp_path / "a.timeindex"), 0, 2 * page)
+    n = page // 12 + 2   # past the entry that crosses the first page boundary
+    for i in range(n):
+        idx.maybe_append(1000 + i, i)
+    straddling = page // 12   # bytes [12k, 12k + 12) cross the boundary when 12k < page < 12k + 12
+    assert positions == [0, straddling * 12]
+    assert idx.entry(straddling) == TimestampOffset(1000 + straddling, straddling)
+    assert idx.lookup(1000 + n - 1) == TimestampOffset(1000 + n - 1, n - 1)
+
+
+def test_an_index_reset_after_truncation_writes_its_new_first_entry_with_pwrite(tmp_path, monkeypatch):
+    idx = OffsetIndex(str(tmp_path / "a.index"), 0, 800)
+    for o in range(10):
+        idx.append(o, o * 10)
+    positions = _pwrite_positions(monkeypatch)
+    idx.reset()
+    idx.append(3, 30)
+    idx.append(4, 40)
+    assert positions == [0]
+    assert idx.all_entries() == [OffsetPosition(3, 30), OffsetPosition(4, 40)]
