@@ -33,6 +33,7 @@ from kbroker.producer_ids import NoProducerIds, ProducerIdManager, ZkProducerIdM
 from kbroker.quotas import QuotaManager
 from kbroker.scram_credentials import ScramCredentialStore
 from kbroker.topic_configs import TopicConfigStore
+from kbroker.topic_ids import TopicIds
 from kbroker.topic_names import is_internal
 from kbroker.txn_service import TxnService
 from log.clock import SystemClock
@@ -100,6 +101,10 @@ class BrokerState:
         self.cluster_id = cluster_id or stored_cluster_id or new_cluster_id()
         self.log_manager.ensure_meta_properties(self.node_id, self.cluster_id)
         self.log_manager.startup()
+        # each topic's id, from its partition.metadata files (kbroker/topic_ids.py); in
+        # cluster mode from LeaderAndIsr
+        self.topic_ids = TopicIds(create=not static_config.cluster_mode)
+        self.topic_ids.load(self.log_manager.snapshot())
         self.fetch_waiters = FetchWaiters()
         self.topics: dict[str, TopicInfo] = {}
         self.partitions: dict[tuple[str, int], Partition] = {}
@@ -145,6 +150,7 @@ class BrokerState:
 
     def _open_partition(self, topic: str, index: int) -> Partition:
         lg = self.log_manager.get_or_create_log((topic, index))
+        self.topic_ids.assign(topic, lg)   # writes partition.metadata off the loop
         p = self.partitions[(topic, index)] = Partition(topic, index, lg, self.fetch_waiters)
         return p
 
@@ -191,6 +197,7 @@ class BrokerState:
         map at once (no request finds them from now on).  Returns the removed logs, for
         ``finish_topic_deletion`` to close and rename off the event loop."""
         info = self.topics.pop(name)
+        self.topic_ids.remove(name)   # created again, it gets a new id
         removed = []
         for index in range(info.partitions):
             self.partitions.pop((name, index), None)

@@ -52,6 +52,7 @@ class MetadataCache:
         self.min_insync_replicas = min_insync_replicas  # a topic's min.insync.replicas
         # (under-replicated, under min ISR) of each partition this broker leads, as last logged.
         self._health: dict[tuple[str, int], tuple[bool, bool]] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}  # topic_name_for_id's index
 
     # -- updates -----------------------------------------------------------------------
 
@@ -146,6 +147,16 @@ class MetadataCache:
 
     def topic(self, name: str) -> TopicInfo | None:
         return self.image.topics.get(name)
+
+    def topic_name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        """The topic whose id is ``topic_id`` (None if none): a dict look-up, the index
+        rebuilt from the image when it does not answer (a topic added, recreated or gone)."""
+        name = self._names_by_id.get(topic_id)
+        info = self.image.topics.get(name) if name is not None else None
+        if info is not None and info.topic_id == topic_id:
+            return name
+        self._names_by_id = {t.topic_id: t.name for t in self.image.topics.values() if t.topic_id is not None}
+        return self._names_by_id.get(topic_id)
 
     def leader(self, topic: str, partition: int) -> int:
         return self.image.leader(topic, partition)

@@ -2,8 +2,8 @@
 topics, partitions and brokers, the same interface over both modes of the broker.
 
 * ``SingleNodeView``: this broker is the cluster - every partition's only replica, its
-  leader and its ISR, at the leader epoch its leader-epoch-checkpoint holds; topic ids all
-  zero (clients stay on name-based Fetch v12); the controller is this broker.
+  leader and its ISR, at the leader epoch its leader-epoch-checkpoint holds; each topic's
+  id from its partition.metadata files (kbroker/topic_ids.py); the controller is this broker.
 * ``ClusterView``: the metadata cache as the controller's UpdateMetadata left it (Kafka's
   ``ZkMetadataCache``): leader -1 when the leader's broker is not live, replicas and ISR as
   the partition state znode has them, offline replicas = assigned replicas whose broker is
@@ -106,7 +106,7 @@ class SingleNodeView:
             # the partition's persisted leader epoch (its leader-epoch-checkpoint)
             epoch = partition.leader_epoch if partition is not None else state.leader_epoch
             parts.append(PartitionView(index, node, epoch, [node], [node], []))
-        return TopicView(name, ZERO_UUID, info.internal, parts)
+        return TopicView(name, state.topic_ids.id_of(name) or ZERO_UUID, info.internal, parts)
 
     def is_live(self, broker_id: int) -> bool:
         return broker_id == self._state.node_id

@@ -52,6 +52,7 @@ import dataclasses
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Callable
 from enum import Enum
 
@@ -67,6 +68,7 @@ from log.files import DELETED_FILE_SUFFIX, parse_topic_partition_name
 from log.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from log.loader import LogLoader
 from log.local_log import LocalLog
+from log.partition_metadata_file import InconsistentTopicIdError, PartitionMetadataFile
 from log.producer_state import AppendOrigin, ProducerStateManager
 from log.producer_state_rebuild import rebuild_producer_state
 from log.scheduler import Scheduler
@@ -82,6 +84,7 @@ from log.types import (
 )
 from log.validator import ValidationResult, validate_and_assign_offsets
 from wire.batch_header import LOG_OVERHEAD
+from wire.uuids import uuid_to_string
 
 __all__ = ["EARLIEST_LOCAL_TIMESTAMP", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
            "FetchIsolation", "Log", "UnifiedLog"]
@@ -127,6 +130,10 @@ class Log:
         # every ``append_as_leader``: a replicated partition's leader moves its HW from there
         # whoever appended (producers, the group coordinator).
         self.on_leader_append: Callable[[], None] | None = None
+        # The topic id (KIP-516) in ``partition.metadata``: read by ``open``, else None until
+        # ``assign_topic_id``; written off the appending path (see assign_topic_id).
+        self.partition_metadata = PartitionMetadataFile(local_log.dir)
+        self.topic_id: uuid.UUID | None = None
         first = local_log.segments.first_segment_base_offset()
         self.log_start_offset = max(log_start_offset, first if first is not None else 0)
         if high_watermark_follows_log_end:
@@ -153,9 +160,35 @@ class Log:
         psm = ProducerStateManager(tp, dir_, clock, producer_state_config)
         psm.remove_stray_snapshots(segments.base_offsets())
         log = cls(offsets.log_start_offset, local, psm, high_watermark_follows_log_end, epoch_cache)
+        if log.partition_metadata.exists():
+            log.topic_id = log.partition_metadata.read()
         log.loader = loader
         log.rebuild_producer_state(offsets.next_offset)
         return log
+
+    def assign_topic_id(self, topic_id: uuid.UUID) -> None:
+        """Give this log its topic id (UnifiedLog.assignTopicId / initializeTopicId): a log
+        that already has another one raises ``InconsistentTopicIdError`` (Kafka's
+        INCONSISTENT_TOPIC_ID); a new one is recorded and ``partition.metadata`` is written by
+        a ``flush-metadata-file`` task on the scheduler's thread, or by the first append or
+        the close if they come first (Kafka: before any data reaches the disk)."""
+        if self.topic_id is not None:
+            if self.topic_id != topic_id:
+                raise InconsistentTopicIdError(
+                    f"Tried to assign topic ID {uuid_to_string(topic_id)} to log for topic partition "
+                    f"{self.topic_partition[0]}-{self.topic_partition[1]}, but log already contained topic ID "
+                    f"{uuid_to_string(self.topic_id)}")
+            return
+        self.partition_metadata.record(topic_id)
+        self.topic_id = topic_id
+        self.scheduler.schedule_once("flush-metadata-file", self._flush_partition_metadata)
+
+    def _flush_partition_metadata(self) -> None:
+        # Not under ``lock`` (an fsync).  close() flushes and delete() forgets the pending id
+        # under the file's own lock before the directory is renamed or removed, so a late
+        # call finds nothing to write.
+        if not self.local_log.closed:
+            self.partition_metadata.maybe_flush()
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -339,6 +372,8 @@ class Log:
                          origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Validate ``records`` (bytes-like; patched in place when writable), assign offsets
         from the LEO and append.  Raises ``log.errors.LogError`` subclasses."""
+        if self.partition_metadata.dirty:
+            self._flush_partition_metadata()
         with self.lock:
             self.local_log.check_if_memory_mapped_buffer_closed()
             now = self.clock.milliseconds()
@@ -352,6 +387,8 @@ class Log:
 
     def append_as_follower(self, records) -> LogAppendInfo:
         """Append batches whose offsets are already assigned (replication, tests)."""
+        if self.partition_metadata.dirty:
+            self._flush_partition_metadata()
         with self.lock:
             self.local_log.check_if_memory_mapped_buffer_closed()
             result = validate_and_assign_offsets(records, self.log_end_offset, self.clock.milliseconds(),
@@ -707,6 +744,7 @@ class Log:
         with self.replace_lock, self.lock:
             if self.local_log.closed:
                 return
+            self.partition_metadata.maybe_flush()
             self.producer_state_manager.take_snapshot()
             self.leader_epoch_cache.close()
             self.local_log.close()
@@ -724,6 +762,7 @@ class Log:
             deleted = self.local_log.delete_all_segments()
             self._delete_producer_snapshots(deleted, async_delete=False)
             self.producer_state_manager.truncate_fully_and_start_at(0)
+            self.partition_metadata.delete()
             for name in os.listdir(self.dir):
                 if name.endswith(DELETED_FILE_SUFFIX) or name.endswith(".snapshot"):
                     os.remove(os.path.join(self.dir, name))

@@ -16,7 +16,8 @@
   again; every client handles both, this saves a round trip).  Cluster mode: see
   cluster_metadata.py (znodes written, LEADER_NOT_AVAILABLE until leaders are elected).
 * Single node: this broker is every partition's leader, replica and ISR, controller_id =
-  node id (admin clients wait while it is -1), topic ids all zero, ``is_internal`` for
+  node id (admin clients wait while it is -1), its topic ids (kbroker/topic_ids.py),
+  v12+ lookups by topic id (unknown: UNKNOWN_TOPIC_ID, null name), ``is_internal`` for
   ``__consumer_offsets``.  Cluster mode: the cache's brokers, controller and topic ids.
 * Authorized operations (v8+): without an authorizer every operation is allowed.
 """
@@ -26,11 +27,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
+from kbroker.acl import DESCRIBE, TOPIC
+from kbroker.authorizer import authorize
 from kbroker.handlers.cluster_metadata import auto_create_in_cluster
 from kbroker.metadata_authz import cluster_operations, topic_access, topic_operations
 from kbroker.metadata_view import MetadataView, TopicView, metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.topic_ids import name_for_id
 from kbroker.topic_names import invalid_reason, is_internal
 from wire.error_codes import ErrorCode
 from wire.messages import ZERO_UUID, MetadataRequest, MetadataResponse
@@ -118,10 +122,36 @@ def _response(ctx: RequestContext, view: MetadataView, req: MetadataRequest, nam
     )
 
 
+def _response_by_ids(ctx: RequestContext, view: MetadataView, req: MetadataRequest) -> MetadataResponse:
+    """v12+ lookups by topic id (KafkaApis.getTopicMetadata with useTopicId): each distinct
+    non-zero id once, in request order; names in the same request are not looked at, no
+    topic is created; an unknown id answers UNKNOWN_TOPIC_ID with a null name, a topic the
+    principal may not describe TOPIC_AUTHORIZATION_FAILED with a null name."""
+    v = ctx.api_version
+    topic_ops = TOPIC_OPERATIONS if req.include_topic_authorized_operations else INT_MIN
+    topics = []
+    for topic_id in dict.fromkeys(t.topic_id for t in req.topics if t.topic_id != ZERO_UUID):
+        name = name_for_id(ctx.broker, topic_id)
+        topic = view.topic(name) if name is not None else None
+        if topic is None:
+            topics.append(T(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id,
+                            topic_authorized_operations=INT_MIN))
+        elif getattr(ctx.broker, "authorizer", None) is not None and not authorize(ctx, DESCRIBE, TOPIC, name):
+            topics.append(T(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None, topic_id=topic_id,
+                            topic_authorized_operations=INT_MIN))
+        else:
+            topics.append(metadata_topic(view, topic, topic_operations(ctx, name, topic_ops), v))
+    resp = _response(ctx, view, req, [], {})
+    resp.topics = topics
+    return resp
+
+
 @REGISTRY.register(3, 0, 12)
 def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | Awaitable[MetadataResponse]:
     state = ctx.broker
     view = metadata_view(state)
+    if ctx.api_version >= 12 and req.topics and any(t.topic_id != ZERO_UUID for t in req.topics):
+        return _response_by_ids(ctx, view, req)
     names = _requested_names(view, req, ctx.api_version)
     to_create = _to_create(ctx, view, req, names)
     denied: dict[str, int] = {}   # authorizer: TOPIC_AUTHORIZATION_FAILED (kbroker/metadata_authz.py)

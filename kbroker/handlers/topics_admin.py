@@ -9,10 +9,12 @@ INVALID_REPLICA_ASSIGNMENT; num_partitions -1 = num.partitions, below 1
 INVALID_PARTITIONS; replication_factor -1 = default.replication.factor, below 1 or above
 the one broker INVALID_REPLICATION_FACTOR; unknown or invalid configs INVALID_CONFIG.
 ``validate_only`` checks without creating.  v5+ answers carry the partition count,
-replication factor and the topic's configs.  Topic ids are zero (see Metadata).
+replication factor and the topic's configs.  v7+ answers carry the new topic's id
+(kbroker/topic_ids.py; zero for ``validate_only``).
 
 DeleteTopics: by name (v1-5) or name/id (v6); unknown names UNKNOWN_TOPIC_OR_PARTITION,
-ids UNKNOWN_TOPIC_ID (all ids are zero here); ``delete.topic.enable=false``
+unknown ids UNKNOWN_TOPIC_ID, both given INVALID_REQUEST; the answer carries the topic's
+id, as a KRaft controller's does; ``delete.topic.enable=false``
 TOPIC_DELETION_DISABLED.  The topic leaves the broker's maps at once (on the event loop);
 closing its logs, renaming the partition dirs ``...-delete`` (removed after
 ``log.segment.delete.delay.ms``) and rewriting the checkpoints take fsyncs, so they run on
@@ -33,6 +35,7 @@ from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_configs import TopicConfigStore
+from kbroker.topic_ids import name_for_id
 from kbroker.topic_names import invalid_reason, is_internal, unify_collision_chars
 from log.config import DEFAULTS as TOPIC_DEFAULTS
 from log.config import SERVER_SYNONYMS
@@ -178,7 +181,8 @@ def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest
             state.create_topic(t.name, count, configs)
             if configs:
                 stored.append(state.topic_configs.durable())
-        r = Result(name=t.name, topic_id=ZERO_UUID, error_code=ErrorCode.NONE, error_message=None)
+        r = Result(name=t.name, topic_id=ZERO_UUID if req.validate_only else state.topic_ids.get_or_assign(t.name),
+                   error_code=ErrorCode.NONE, error_message=None)
         if v >= 5:
             r.num_partitions = count
             r.replication_factor = 1
@@ -203,10 +207,18 @@ def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest
     results = []
     R = DeleteTopicsResponse.DeletableTopicResult
     for name, topic_id in wanted:
-        if name is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.INVALID_REQUEST
-            results.append(R(name=None, topic_id=topic_id, error_code=code, error_message=None))
+        if name is not None and topic_id != ZERO_UUID:   # ControllerApis.deleteTopics
+            results.append(R(name=name, topic_id=topic_id, error_code=ErrorCode.INVALID_REQUEST,
+                             error_message="You may not specify both topic name and topic id."))
             continue
+        if name is None:   # v6 by id
+            name = name_for_id(state, topic_id)
+            if name is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.INVALID_REQUEST
+                results.append(R(name=None, topic_id=topic_id, error_code=code, error_message=None))
+                continue
+        # the answer names the topic's id, as a KRaft controller's does
+        topic_id = (state.topic_ids.id_of(name) if name in state.topics else None) or topic_id
         if not state.config["delete.topic.enable"]:
             code = ErrorCode.TOPIC_DELETION_DISABLED
         elif name not in state.topics:
@@ -221,7 +233,7 @@ def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest
             for index in range(partitions):
                 state.fetch_waiters.notify((name, index))
             code = ErrorCode.NONE
-        results.append(R(name=name, topic_id=ZERO_UUID, error_code=code, error_message=None))
+        results.append(R(name=name, topic_id=topic_id, error_code=code, error_message=None))
     response = DeleteTopicsResponse(throttle_time_ms=0, responses=results)
     if not removed_topics:
         return response

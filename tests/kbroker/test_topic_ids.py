@@ -1,0 +1,117 @@
+"""Topic ids on a single node (KIP-516): given at creation, the same in CreateTopics,
+Metadata and every partition's partition.metadata, kept across restarts, looked up by id
+(Metadata v12, DeleteTopics v6), new after delete + create; data from before topic ids gets
+an id; partitions of one topic holding different ids stop the start-up."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from kbroker import Broker
+from log.log_dir_checks import LogDirError
+from log.partition_metadata_file import PartitionMetadataFile, encode_partition_metadata
+from wire.error_codes import ErrorCode
+from wire.messages import (
+    ZERO_UUID,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+
+from .test_embedded_broker import _call
+
+CONFIG = {"listeners": "PLAINTEXT://127.0.0.1:0"}
+
+
+def create(b: Broker, name: str, partitions: int) -> uuid.UUID:
+    topic = CreateTopicsRequest.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1,
+                                               assignments=[], configs=[])
+    _, resp = _call(b.bootstrap_servers, CreateTopicsRequest(topics=[topic], timeout_ms=60000), 7,
+                    CreateTopicsResponse)
+    assert resp.topics[0].error_code == ErrorCode.NONE
+    return resp.topics[0].topic_id
+
+
+def metadata(b: Broker, names: list[str] | None = None, ids: list[uuid.UUID] | None = None) -> MetadataResponse:
+    T = MetadataRequest.MetadataRequestTopic
+    topics = [T(name=n, topic_id=ZERO_UUID) for n in names or []] + [T(name=None, topic_id=i) for i in ids or []]
+    _, resp = _call(b.bootstrap_servers, MetadataRequest(topics=topics, allow_auto_topic_creation=False), 12,
+                    MetadataResponse)
+    return resp
+
+
+def file_ids(log_dir, name: str, partitions: int) -> set[uuid.UUID]:
+    return {PartitionMetadataFile(os.path.join(log_dir, f"{name}-{p}")).read() for p in range(partitions)}
+
+
+def test_createtopics_metadata_and_every_partition_metadata_file_hold_the_same_id_across_a_restart(tmp_path):
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        tid = create(b, "ids", 3)
+        assert tid != ZERO_UUID
+        t = metadata(b, ["ids"]).topics[0]
+        assert (t.error_code, t.name, t.topic_id) == (0, "ids", tid)
+    # a clean shutdown wrote every pending file
+    assert file_ids(tmp_path, "ids", 3) == {tid}
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        assert metadata(b, ["ids"]).topics[0].topic_id == tid
+
+
+def test_metadata_v12_looks_topics_up_by_id_and_answers_unknown_ids_with_unknown_topic_id(tmp_path):
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        tid = create(b, "by-id", 2)
+        unknown = uuid.uuid4()
+        resp = metadata(b, ids=[tid, unknown, tid])
+        assert [(t.error_code, t.name, t.topic_id, len(t.partitions)) for t in resp.topics] == [
+            (0, "by-id", tid, 2), (ErrorCode.UNKNOWN_TOPIC_ID, None, unknown, 0)]
+
+
+def test_deletetopics_v6_deletes_by_id_and_a_topic_created_again_gets_a_new_id(tmp_path):
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        first = create(b, "again", 1)
+        D = DeleteTopicsRequest.DeleteTopicState
+        unknown = uuid.uuid4()
+        _, resp = _call(b.bootstrap_servers, DeleteTopicsRequest(
+            topics=[D(name=None, topic_id=first), D(name=None, topic_id=unknown), D(name="again", topic_id=first)],
+            timeout_ms=60000), 6, DeleteTopicsResponse)
+        assert [(r.name, r.topic_id, r.error_code) for r in resp.responses] == [
+            ("again", first, ErrorCode.NONE), (None, unknown, ErrorCode.UNKNOWN_TOPIC_ID),
+            ("again", first, ErrorCode.INVALID_REQUEST)]
+        assert metadata(b, ids=[first]).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        second = create(b, "again", 1)
+        assert second not in (first, ZERO_UUID)
+        assert metadata(b, ["again"]).topics[0].topic_id == second
+
+
+def test_partitions_written_before_topic_ids_get_one_id_at_start_up(tmp_path):
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        create(b, "old", 2)
+    for p in range(2):
+        os.remove(tmp_path / f"old-{p}" / "partition.metadata")
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        tid = metadata(b, ["old"]).topics[0].topic_id
+        assert tid != ZERO_UUID
+    assert file_ids(tmp_path, "old", 2) == {tid}
+
+
+def test_a_partition_missing_its_file_takes_the_id_of_the_others(tmp_path):
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        tid = create(b, "half", 2)
+    os.remove(tmp_path / "half-1" / "partition.metadata")
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        assert metadata(b, ["half"]).topics[0].topic_id == tid
+    assert file_ids(tmp_path, "half", 2) == {tid}
+
+
+def test_partitions_of_one_topic_with_different_ids_stop_the_start_up_naming_both(tmp_path):
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        create(b, "mixed", 2)
+    (tmp_path / "mixed-1" / "partition.metadata").write_bytes(encode_partition_metadata(uuid.uuid4()))
+    with pytest.raises(LogDirError, match=r"Inconsistent topic IDs for topic mixed: .*mixed-0.*mixed-1"):
+        with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}):
+            pass
