@@ -1,4 +1,12 @@
-"""Fetch (key 1), v4-12, sessionless.
+"""Fetch (key 1), v4-17, sessionless.
+
+* Topic ids (v13+, KIP-516): a request names each topic by id; each is resolved once per
+  topic to its name (kbroker/topic_ids.py, a dict look-up) before anything is read.  An
+  id this broker does not know answers UNKNOWN_TOPIC_ID for each of its partitions; a
+  partition whose log holds another id INCONSISTENT_TOPIC_ID (Kafka's readFromLog check).
+  The answer names topics by id.  v15 carries the replica id in ``replica_state``
+  (KIP-903); v16 adds nothing used here (KIP-951's leader hints are optional tags); v17's
+  replica directory id (KIP-853) is ignored.
 
 * Fetch sessions (KIP-227) are declined: every answer carries session_id 0, so Java and
   kafka-python keep sending full fetches.  A request naming a session we never granted
@@ -74,6 +82,7 @@ from kbroker.partition import Partition
 from kbroker.registry import REGISTRY
 from kbroker.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica
 from kbroker.request_context import RequestContext
+from kbroker.topic_ids import name_for_id
 from log.errors import LogError
 from wire.error_codes import ErrorCode
 from wire.messages import FetchRequest, FetchResponse
@@ -215,13 +224,20 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     replica_id = req.replica_id if ctx.api_version < 15 else req.replica_state.replica_id
     from_follower = replica_id >= 0 and getattr(state, "cluster", None) is not None
     cluster_mode = getattr(state, "cluster", None) is not None
+    by_id = ctx.api_version >= 13
     for topic in req.topics:
         parts = []
         # KafkaApis: a follower needs ClusterAction on the cluster, a consumer Read on the topic
-        may_read = authorize_cluster(ctx, CLUSTER_ACTION) if from_follower else authorize(ctx, READ, TOPIC, topic.topic)
+        unknown_id = by_id and not topic.topic   # v13+: an id name_for_id did not know
+        may_read = unknown_id or (authorize_cluster(ctx, CLUSTER_ACTION) if from_follower
+                                  else authorize(ctx, READ, TOPIC, topic.topic))
         for fp in topic.partitions:
             if not may_read:
                 parts.append(_partition_error(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                errors = True
+                continue
+            if unknown_id:
+                parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID))
                 errors = True
                 continue
             as_follower = False   # a consumer fetch served by this follower (KIP-392)
@@ -237,6 +253,10 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
             partition = state.partition(topic.topic, fp.partition)
             if partition is None:   # Kafka sets these aside before reading: no effect on the budget
                 parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                errors = True
+                continue
+            if by_id and partition.log.topic_id not in (None, topic.topic_id):
+                parts.append(_partition_error(fp.partition, ErrorCode.INCONSISTENT_TOPIC_ID))
                 errors = True
                 continue
             preferred = None
@@ -263,7 +283,7 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
             # a DivergingEpoch answers at once too (Kafka's DelayedFetch completes on it)
             errors = errors or pd.error_code != ErrorCode.NONE or (from_follower and pd.diverging_epoch.epoch >= 0)
             parts.append(pd)
-        topics.append(TopicResponse(topic=topic.topic, partitions=parts))
+        topics.append(TopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=parts))
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics), total, errors
 
 
@@ -294,13 +314,18 @@ async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: floa
             return _counted(ctx, req, resp)
 
 
-@REGISTRY.register(1, 4, 12)
+@REGISTRY.register(1, 4, 17)
 def handle_fetch(ctx: RequestContext, req: FetchRequest) -> Any:
     if ctx.api_version >= 7:
         if req.session_id != 0:
             return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
         if req.session_epoch not in (0, -1):
             return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
+    if ctx.api_version >= 13:
+        # each topic's name, once per request (the reads, waits and metrics go by name);
+        # "" for an unknown id: UNKNOWN_TOPIC_ID for its partitions
+        for topic in req.topics:
+            topic.topic = name_for_id(ctx.broker, topic.topic_id) or ""
     resp, total, errors = _read_all(ctx, req)
     if total >= _min_bytes(req) or errors or req.max_wait_ms <= 0 or not req.topics:
         return _counted(ctx, req, resp)

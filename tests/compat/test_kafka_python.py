@@ -163,32 +163,32 @@ def test_kafka_python_produces_50k_records_and_consumes_exactly_them_in_order(
         admin.close()
 
 
-def test_kafka_python_infers_broker_version_3_3_from_the_advertised_api_versions(broker):
+def test_kafka_python_infers_broker_version_3_9_from_the_advertised_api_versions(broker):
     """kafka-python's infer_broker_version_from_api_versions takes the highest matching
-    probe: DescribeAcls v3 -> (3, 3) (the ACL APIs are served); the probes above it
-    (LeaderAndIsr 7 -> 3.4 is never advertised, Fetch 15 -> 3.5, AddPartitionsToTxn 4 -> 3.6,
-    ...) are not advertised.  kafka-python has no feature gate between (3, 0) and (3, 3):
-    idempotence (>= 0.11), zstd (>= 2.1), the KIP-360 epoch bump (>= 2.5, InitProducerId
-    v3+) and the 45 s session timeout (>= 3.0) are all on."""
+    probe: Fetch v17 -> (3, 9) (Fetch by topic id is served); the probes above it (Produce 13
+    -> 4.1, ListOffsets 10 -> 4.0, ...) are not advertised.  kafka-python has no feature gate
+    above (3, 0) and caps Fetch at v12 itself (names, not ids): idempotence (>= 0.11), zstd
+    (>= 2.1), the KIP-360 epoch bump (>= 2.5, InitProducerId v3+) and the 45 s session
+    timeout (>= 3.0) are all on."""
     client = KafkaNetClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10_000)
     try:
-        assert client.check_version(timeout_ms=10_000) == (3, 3)
+        assert client.check_version(timeout_ms=10_000) == (3, 9)
         versions = client._manager.broker_version_data.api_versions
         assert {k: versions.get(k) for k in (ApiKey.Produce, ApiKey.Fetch, ApiKey.ListOffsets,
                                              ApiKey.Metadata, ApiKey.InitProducerId)} == {
-            ApiKey.Produce: (0, 9), ApiKey.Fetch: (4, 12), ApiKey.ListOffsets: (1, 7),
+            ApiKey.Produce: (0, 9), ApiKey.Fetch: (4, 17), ApiKey.ListOffsets: (1, 7),
             ApiKey.Metadata: (0, 12), ApiKey.InitProducerId: (0, 4)}
     finally:
         client.close()
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None)
     try:
-        assert (consumer.config["api_version"], consumer.config["session_timeout_ms"]) == ((3, 3), 45_000)
+        assert (consumer.config["api_version"], consumer.config["session_timeout_ms"]) == ((3, 9), 45_000)
     finally:
         consumer.close()
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
     try:
         assert (producer.config["api_version"], producer.config["enable_idempotence"],
-                producer.config["acks"]) == ((3, 3), True, -1)
+                producer.config["acks"]) == ((3, 9), True, -1)
     finally:
         producer.close(timeout=5)
 

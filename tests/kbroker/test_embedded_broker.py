@@ -33,7 +33,7 @@ def test_a_synchronous_embedded_broker_answers_api_versions_and_stops(tmp_path):
         cid, resp = _call(b.bootstrap_servers, ApiVersionsRequest("t", "1"), 3, ApiVersionsResponse)
         assert cid == 7 and resp.error_code == 0
         keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-        assert keys[0] == (0, 9) and keys[1] == (4, 12) and keys[18] == (0, 4)
+        assert keys[0] == (0, 9) and keys[1] == (4, 17) and keys[18] == (0, 4)
     assert (tmp_path / ".kafka_cleanshutdown").exists()
     assert (tmp_path / "meta.properties").exists()
 

@@ -20,6 +20,8 @@ from wire.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    FetchRequest,
+    FetchResponse,
     MetadataRequest,
     MetadataResponse,
 )
@@ -115,3 +117,37 @@ def test_partitions_of_one_topic_with_different_ids_stop_the_start_up_naming_bot
     with pytest.raises(LogDirError, match=r"Inconsistent topic IDs for topic mixed: .*mixed-0.*mixed-1"):
         with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}):
             pass
+
+
+def fetch_v13(b: Broker, topic_id: uuid.UUID, partitions: int) -> FetchResponse:
+    F = FetchRequest
+    req = F(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+            session_epoch=-1, topics=[F.FetchTopic(topic_id=topic_id, partitions=[
+                F.FetchPartition(partition=p, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                                 log_start_offset=-1, partition_max_bytes=1 << 20) for p in range(partitions)])],
+            forgotten_topics_data=[], rack_id="")
+    _, resp = _call(b.bootstrap_servers, req, 13, FetchResponse)
+    return resp
+
+
+def test_fetch_v13_reads_a_topic_named_by_id_and_answers_an_unknown_or_deleted_id_with_unknown_topic_id(tmp_path):
+    from confluent_kafka import Producer
+
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        tid = create(b, "fetched", 2)
+        p = Producer({"bootstrap.servers": b.bootstrap_servers})
+        p.produce("fetched", value=b"x", partition=1)
+        assert p.flush(60) == 0
+        resp = fetch_v13(b, tid, 2)
+        assert [(t.topic_id, [(q.partition_index, q.error_code, q.high_watermark) for q in t.partitions])
+                for t in resp.responses] == [(tid, [(0, 0, 0), (1, 0, 1)])]
+        assert len(resp.responses[0].partitions[1].records) > 0
+        unknown = uuid.uuid4()
+        resp = fetch_v13(b, unknown, 1)
+        assert [(t.topic_id, [(q.partition_index, q.error_code) for q in t.partitions]) for t in resp.responses] == [
+            (unknown, [(0, ErrorCode.UNKNOWN_TOPIC_ID)])]
+        D = DeleteTopicsRequest.DeleteTopicState
+        _call(b.bootstrap_servers, DeleteTopicsRequest(topics=[D(name="fetched", topic_id=ZERO_UUID)],
+                                                       timeout_ms=60000), 6, DeleteTopicsResponse)
+        create(b, "fetched", 2)
+        assert fetch_v13(b, tid, 1).responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID

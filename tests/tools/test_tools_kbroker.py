@@ -4,6 +4,7 @@ and the exit status a script sees (0 done, 1 refused with a message on stderr, 2
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
@@ -44,7 +45,9 @@ def test_topics_create_alter_describe_delete(broker):
     assert kbroker("topics", "--bootstrap-server", b, "--alter", "--topic", "life", "--partitions", "3").rc == 0
     r = kbroker("topics", "--bootstrap-server", b, "--describe", "--topic", "life")
     lines = r.out.splitlines()
-    assert lines[0] == "Topic: life\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: "
+    # the topic id as Kafka's TopicCommand prints it: Uuid.toString, 22 URL-safe base64 characters
+    assert re.fullmatch(r"Topic: life\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: ",
+                        lines[0]), lines[0]
     assert [line.split("\t")[2] for line in lines[1:]] == ["Partition: 0", "Partition: 1", "Partition: 2"]
     assert kbroker("topics", "--bootstrap-server", b, "--delete", "--topic", "life").rc == 0
     wait_until(lambda: "life" not in kbroker("topics", "--bootstrap-server", b, "--list").out.split(),
