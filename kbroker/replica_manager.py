@@ -51,7 +51,9 @@ from kbroker.broker_state import TopicInfo
 from kbroker.delayed_produce import DelayedProduces
 from kbroker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from kbroker.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
+from log.partition_metadata_file import InconsistentTopicIdError
 from wire.error_codes import ErrorCode
+from wire.uuids import ZERO_UUID
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -154,6 +156,10 @@ class ReplicaManager:
                     errors[(t.topic_name, p.partition_index)] = ErrorCode.NONE
             if not mine:
                 continue
+            if t.topic_id != ZERO_UUID:
+                # the topic znode's id (KIP-516): the logs opened for it take it
+                # (BrokerState.new_partition -> kbroker/topic_ids.py)
+                state.topic_ids.set(t.topic_name, t.topic_id)
             if t.topic_name not in self._topics_read or t.topic_name not in state.topics or any(
                     p.partition_index >= state.topics[t.topic_name].partitions for p in mine):
                 await self._ensure_topic(t.topic_name)
@@ -169,6 +175,13 @@ class ReplicaManager:
                     partition = state._open_partition(*tp)
                     info = state.topics[tp[0]]
                     info.partitions = max(info.partitions, tp[1] + 1)
+                if t.topic_id != ZERO_UUID:
+                    try:   # Kafka's hasConsistentTopicId check: the log keeps its id
+                        partition.log.assign_topic_id(t.topic_id)
+                    except InconsistentTopicIdError as e:
+                        log.error("LeaderAndIsr for %s-%d refused: %s", tp[0], tp[1], e)
+                        errors[tp] = ErrorCode.INCONSISTENT_TOPIC_ID
+                        continue
                 if p.leader == me:
                     self._make_leader(partition, p)
                 else:
