@@ -64,6 +64,7 @@ from kbroker.authz_responses import refused
 from kbroker.group_authz import after
 from kbroker.registry import INTER_BROKER, REGISTRY, ApiEntry, Registry
 from kbroker.request_context import RequestContext
+from kbroker.topic_ids import name_for_id
 from wire.error_codes import ErrorCode
 from wire.messages import AddPartitionsToTxnResponse, DescribeTransactionsResponse
 
@@ -128,7 +129,10 @@ def create_topics(ctx: RequestContext, req: Any, call: Call) -> Any:
 def delete_topics(ctx: RequestContext, req: Any, call: Call) -> Any:
     by_name = _topic_code(ctx, DELETE)
     if ctx.api_version >= 6:
-        return split(ctx, req, call, "topics", "responses", lambda t: by_name(t.name))
+        # by id (name null): the check is on the topic the id names (an unknown id passes
+        # on, to answer UNKNOWN_TOPIC_ID)
+        return split(ctx, req, call, "topics", "responses", lambda t: by_name(
+            t.name if t.name is not None else name_for_id(ctx.broker, t.topic_id)))
     return split(ctx, req, call, "topic_names", "responses", by_name)
 
 

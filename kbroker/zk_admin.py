@@ -22,6 +22,7 @@ from cluster import znodes
 from cluster.assignment import BrokerMetadata, assign_replicas_to_brokers
 from cluster.coordination import Coordination, Create, NodeExistsError
 from cluster.metadata_image import BrokerInfo
+from wire.uuids import random_uuid
 
 __all__ = ["TopicExistsError", "add_partitions", "assign", "create_topic", "delete_topic"]
 
@@ -41,7 +42,7 @@ def assign(brokers: Sequence[BrokerInfo], partitions: int, replication_factor: i
 async def create_topic(zk: Coordination, name: str, assignment: Mapping[int, Sequence[int]],
                        configs: Mapping[str, str]) -> uuid.UUID:
     """Write the topic's config and assignment znodes; TopicExistsError if it exists."""
-    topic_id = uuid.uuid4()
+    topic_id = random_uuid()   # Uuid.randomUuid: never zero, reserved or '-'-led
     try:
         # AdminZkClient.createTopicWithAssignment: the config first, then the topic znode,
         # both as one transaction here (so a topic never appears without its config).

@@ -6,6 +6,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from wire.uuids import random_uuid
+
 __all__ = ["ControllerConfig"]
 
 
@@ -23,4 +25,4 @@ class ControllerConfig:
     # unclean.leader.election.enable of a topic (its config, else the broker default).
     unclean_leader_election_enable: Callable[[str], bool] = _never
     # Kafka's Uuid.randomUuid for topics that have no id yet (injectable for tests).
-    new_topic_id: Callable[[], uuid.UUID] = field(default=uuid.uuid4)
+    new_topic_id: Callable[[], uuid.UUID] = field(default=random_uuid)

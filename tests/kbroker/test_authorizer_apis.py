@@ -127,6 +127,13 @@ def test_delete_topics_needs_delete(state):
     assert "visible" in state.topics
 
 
+def test_delete_topics_by_id_needs_delete_on_the_topic_the_id_names(state):
+    tid = state.topic_ids.id_of("visible")
+    resp = call(state, 20, 6, DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=tid)]))
+    assert [(r.topic_id, r.error_code) for r in resp.responses] == [(tid, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    assert "visible" in state.topics
+
+
 def test_describe_configs_needs_describe_configs_implied_by_alter_configs(state):
     R = DescribeConfigsRequest.DescribeConfigsResource
     resp = call(state, 32, 4, DescribeConfigsRequest(resources=[
