@@ -37,6 +37,8 @@ from typing import Any
 
 import pytest
 
+from kbroker.free_ports import bind_conflict, free_port
+
 DEFAULTS = {"num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
 _LISTENING = re.compile(r"started \(kbroker id=(\d+)\) listening on ([^\s:]+):(\d+)")
 
@@ -104,10 +106,7 @@ def kafka_bootstrap_servers(kafka_broker: KafkaBroker) -> str:
 
 # --------------------------------------------------------------------------- kafka_cluster
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+_BIND_ATTEMPTS = 5   # starts of one process whose port was taken before it could bind it
 
 
 def _zookeeper_jars() -> Path:
@@ -129,13 +128,18 @@ def _wait(check: Any, what: str, timeout_s: float = 90.0) -> Any:
 
 
 class KafkaCluster:
-    """ZooKeeper and three kbroker processes; ``bootstrap_servers``, ``brokers`` (id -> port)."""
+    """ZooKeeper and three kbroker processes; ``bootstrap_servers``, ``brokers`` (id -> port).
+
+    Ports are chosen by kbroker/free_ports.py (outside the ephemeral range); one taken by
+    another process before ZooKeeper or a broker could bind it ("address already in use")
+    is chosen again and that process restarted, a few times at most."""
 
     def __init__(self, root: Path, properties: dict[str, str], size: int = 3) -> None:
         self.root = root
         self.procs: dict[str, subprocess.Popen[str]] = {}
         self.outputs: dict[str, list[str]] = {}
-        self.zk_port = _free_port()
+        self.zk_port = free_port()
+        self._readers: dict[str, threading.Thread] = {}
         self.brokers: dict[int, int] = {}
         try:
             self._start(properties, size)
@@ -144,22 +148,44 @@ class KafkaCluster:
             raise
 
     def _start(self, properties: dict[str, str], size: int) -> None:
-        root = self.root
         self._start_zookeeper()
         for broker_id in range(1, size + 1):
-            port = _free_port()
-            self.brokers[broker_id] = port
-            overrides = {**properties, "broker.id": str(broker_id), "zookeeper.connect": f"127.0.0.1:{self.zk_port}",
-                         "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                         "log.dirs": str(root / f"broker-{broker_id}")}
-            args = [sys.executable, "-m", "kbroker", "serve"]
-            for k, v in overrides.items():
-                args += ["--override", f"{k}={v}"]
-            self._spawn(f"broker-{broker_id}", args)
+            self._spawn_broker(broker_id, properties)
         for broker_id in self.brokers:
-            _wait(lambda n=broker_id: any(_LISTENING.search(line) for line in self.outputs[f"broker-{n}"]),
-                  f"broker {broker_id} to listen")
+            self._wait_listening(broker_id, properties)
         _wait(self._serving, "every broker's metadata to list all brokers and a controller")
+
+    def _spawn_broker(self, broker_id: int, properties: dict[str, str]) -> None:
+        port = free_port()
+        self.brokers[broker_id] = port
+        overrides = {**properties, "broker.id": str(broker_id), "zookeeper.connect": f"127.0.0.1:{self.zk_port}",
+                     "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                     "log.dirs": str(self.root / f"broker-{broker_id}")}
+        args = [sys.executable, "-m", "kbroker", "serve"]
+        for k, v in overrides.items():
+            args += ["--override", f"{k}={v}"]
+        self._spawn(f"broker-{broker_id}", args)
+
+    def _wait_listening(self, broker_id: int, properties: dict[str, str]) -> None:
+        """Until broker ``broker_id`` says it listens; started again on a new port while it
+        exits because its port was taken."""
+        name = f"broker-{broker_id}"
+        for _ in range(_BIND_ATTEMPTS):
+            _wait(lambda: self._ended(name) or any(_LISTENING.search(line) for line in self.outputs[name]),
+                  f"broker {broker_id} to listen")
+            if not self._ended(name):
+                return
+            if bind_conflict("".join(self.outputs[name])) != self.brokers[broker_id]:
+                break
+            self._spawn_broker(broker_id, properties)
+        raise RuntimeError(f"kafka_cluster: broker {broker_id} did not start:\n" + "".join(self.outputs[name]))
+
+    def _ended(self, name: str) -> bool:
+        """The process has exited and all its output has been read."""
+        if self.procs[name].poll() is None:
+            return False
+        self._readers[name].join(5)
+        return True
 
     @property
     def bootstrap_servers(self) -> str:
@@ -176,22 +202,32 @@ class KafkaCluster:
             assert proc.stdout is not None
             for line in proc.stdout:
                 lines.append(line)
-        threading.Thread(target=read, daemon=True).start()
+        self._readers[name] = threading.Thread(target=read, daemon=True)
+        self._readers[name].start()
 
     def _start_zookeeper(self) -> None:
         data = self.root / "zookeeper"
-        data.mkdir(parents=True)
+        data.mkdir(parents=True, exist_ok=True)
         cfg = data / "zoo.cfg"
-        cfg.write_text(f"tickTime=500\ndataDir={data}\nclientPort={self.zk_port}\nclientPortAddress=127.0.0.1\n"
-                       "admin.enableServer=false\n4lw.commands.whitelist=srvr\n")
-        self._spawn("zookeeper", ["java", "-Xmx256m", "-cp", f"{_zookeeper_jars()}/*",
-                                  "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)])
 
         def serving() -> bool:
             with socket.create_connection(("127.0.0.1", self.zk_port), timeout=2) as s:
                 s.sendall(b"srvr")
                 return b"Mode:" in s.recv(4096)
-        _wait(serving, "ZooKeeper to serve")
+
+        for _ in range(_BIND_ATTEMPTS):
+            cfg.write_text(f"tickTime=500\ndataDir={data}\nclientPort={self.zk_port}\n"
+                           "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n")
+            self._spawn("zookeeper", ["java", "-Xmx256m", "-cp", f"{_zookeeper_jars()}/*",
+                                      "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)])
+            _wait(lambda: self._ended("zookeeper") or serving(), "ZooKeeper to serve")
+            if not self._ended("zookeeper"):
+                return
+            # ZooKeeper exits on a taken client port with java.net.BindException
+            if "Address already in use" not in "".join(self.outputs["zookeeper"]):
+                break
+            self.zk_port = free_port()
+        raise RuntimeError("kafka_cluster: ZooKeeper did not start:\n" + "".join(self.outputs["zookeeper"]))
 
     def _serving(self) -> bool:
         from kbroker.tools.client import Client
