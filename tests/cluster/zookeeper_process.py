@@ -18,15 +18,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from kbroker.free_ports import free_port as free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 JARS = ROOT / "zookeeper" / "jars"
 MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def four_letter_word(port: int, word: bytes, timeout_s: float = 2.0) -> bytes:
@@ -38,9 +34,15 @@ def four_letter_word(port: int, word: bytes, timeout_s: float = 2.0) -> bytes:
         return b"".join(chunks)
 
 
+class _PortTaken(Exception):
+    """ZooKeeper exited because its client port was taken."""
+
+
 class ZooKeeperProcess:
     def __init__(self, work_dir: Path, port: int | None = None, tick_time_ms: int = 500):
         self.work_dir = Path(work_dir)
+        self._fixed_port = port is not None   # the caller's port is never re-chosen
+        self._started_once = False
         self.port = port or free_port()
         self.tick_time_ms = tick_time_ms
         self.proc: subprocess.Popen[bytes] | None = None
@@ -69,9 +71,23 @@ class ZooKeeperProcess:
         return cfg
 
     def start(self, timeout_s: float = 60.0) -> ZooKeeperProcess:
+        """Start and wait until serving.  A port chosen here (kbroker/free_ports.py) that
+        another process took before ZooKeeper bound it (it exits with "Address already in
+        use") is chosen again, a few times at most, on the first start only."""
+        for _ in range(4):
+            try:
+                return self._start_once(timeout_s)
+            except _PortTaken:
+                if self._fixed_port or self._started_once:
+                    raise RuntimeError(f"ZooKeeper's port {self.port} is taken: {self.output()}") from None
+                self.port = free_port()
+        raise RuntimeError(f"ZooKeeper found every port it was given taken: {self.output()}")
+
+    def _start_once(self, timeout_s: float) -> ZooKeeperProcess:
         if not any(JARS.glob("zookeeper-*.jar")):
             raise RuntimeError(f"no ZooKeeper jars in {JARS}: run `make zookeeper-jars`")
         cfg = self._write_config()
+        logged_before = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
             ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -82,17 +98,28 @@ class ZooKeeperProcess:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if "Address already in use" in self._output_since(logged_before):
+                    raise _PortTaken()
                 raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}: {self.output()}")
             try:
                 # ruok says imok as soon as the port is open; srvr reports a Mode only
                 # once the server is serving requests.
                 if b"Mode:" in four_letter_word(self.port, b"srvr"):
+                    self._started_once = True
                     return self
             except OSError:
                 pass
             time.sleep(0.1)
         self.stop()
         raise TimeoutError(f"ZooKeeper did not answer ruok in {timeout_s}s: {self.output()}")
+
+    def _output_since(self, offset: int) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def output(self) -> str:
         try:
