@@ -151,3 +151,23 @@ def test_fetch_v13_reads_a_topic_named_by_id_and_answers_an_unknown_or_deleted_i
                                                        timeout_ms=60000), 6, DeleteTopicsResponse)
         create(b, "fetched", 2)
         assert fetch_v13(b, tid, 1).responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+def test_added_partitions_and_the_internal_offsets_topic_carry_their_topics_id(tmp_path):
+    from confluent_kafka import Consumer, TopicPartition
+
+    from wire.messages import CreatePartitionsRequest, CreatePartitionsResponse
+
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path), "offsets.topic.num.partitions": "2"}) as b:
+        tid = create(b, "grown", 1)
+        _, resp = _call(b.bootstrap_servers, CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+            name="grown", count=3, assignments=None)], timeout_ms=60000, validate_only=False), 3,
+            CreatePartitionsResponse)
+        assert resp.results[0].error_code == ErrorCode.NONE
+        c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "ids-group"})
+        c.commit(offsets=[TopicPartition("grown", 0, 0)], asynchronous=False)   # creates __consumer_offsets
+        c.close()
+        offsets_id = metadata(b, ["__consumer_offsets"]).topics[0].topic_id
+        assert offsets_id not in (ZERO_UUID, tid)
+    assert file_ids(tmp_path, "grown", 3) == {tid}
+    assert file_ids(tmp_path, "__consumer_offsets", 2) == {offsets_id}
