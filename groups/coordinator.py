@@ -174,6 +174,20 @@ class GroupCoordinator:
                 self._remove_group(group)
         return records
 
+    def on_partitions_deleted(self, partitions: list[tuple[str, int]]) -> Result:
+        """A topic's partitions were deleted (Kafka's ``GroupCoordinator.onPartitionsDeleted``):
+        every group this coordinator owns loses its committed and pending transactional
+        offsets of them; the tombstones are one write per group, to its own partition.
+        Applied here, before they are stored, as expiry is (a failed append is only logged
+        by the adapter: the offsets would come back after a restart)."""
+        by_group = self.offsets.deleted_partitions_tombstones(set(partitions))
+        now = self._now()
+        writes = []
+        for group_id, records in by_group.items():
+            self.offsets.apply(records, now)
+            writes.append(Write(group_id, records))
+        return self._result(len([r for w in writes for r in w.records]), writes=writes)
+
     def _remove_group(self, group: ClassicGroup) -> None:
         self.members.drop_group_timers(group)
         group.state = GroupState.DEAD

@@ -24,6 +24,9 @@ Rules kept from Kafka:
   CompletingRebalance is not refused); its records replay into ``txn`` (groups/txn_offsets.py)
   and become committed offsets only with the transaction's COMMIT marker.  OffsetFetch with
   ``require_stable`` answers UNSTABLE_OFFSET_COMMIT (offset -1) for a partition with one.
+* A deleted topic's partitions (``deleted_partitions_tombstones``): every group's committed
+  and pending transactional offsets of them are tombstoned (Kafka's onPartitionsDeleted), so
+  a topic created again under the same name starts with no committed offset.
 * Expiry (``offsets.retention.minutes``): only for topics the group does not subscribe to;
   an offset with an expire timestamp expires then; otherwise retention counts from the
   moment the group became Empty (consumer groups), or from the commit (simple groups).
@@ -335,6 +338,20 @@ class OffsetManager:
         ones included (Kafka's ``deleteAllOffsets``)."""
         tps = set(self.offsets.get(group_id, {})) | self.txn.pending_partitions(group_id)
         return [offset_commit_tombstone(group_id, t, p) for (t, p) in sorted(tps)]
+
+    # -- deleted topics --------------------------------------------------------------------
+
+    def deleted_partitions_tombstones(self, partitions: set[TopicPartition]) -> dict[str, list[Record]]:
+        """Kafka's ``OffsetMetadataManager.onPartitionsDeleted``: per group, a tombstone for
+        each of ``partitions`` (a deleted topic's) that has a committed offset or a pending
+        transactional one.  Groups are left alone otherwise (an Empty group left with no
+        offset goes with the next expiry pass, as in Kafka)."""
+        out: dict[str, list[Record]] = {}
+        for group_id in sorted(set(self.offsets) | set(self.txn.open_by_group)):
+            tps = (set(self.offsets.get(group_id, {})) | self.txn.pending_partitions(group_id)) & partitions
+            if tps:
+                out[group_id] = [offset_commit_tombstone(group_id, t, p) for (t, p) in sorted(tps)]
+        return out
 
     # -- expiry ----------------------------------------------------------------------------
 

@@ -96,12 +96,26 @@ class GroupService:
             self._follow_topic_partitions()
             return
         if not self.topic_exists():
-            self.state.create_topic(GROUP_METADATA_TOPIC, self.num_partitions, {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(self.state.config["offsets.topic.segment.bytes"]),
-                "compression.type": "producer",
-            })
+            # synchronous, on the loop: only when no FindCoordinator came first
+            # (``create_topic_off_loop``); does nothing while that creation runs
+            self.state.create_topic(GROUP_METADATA_TOPIC, self.num_partitions, self.topic_configs())
         self._follow_topic_partitions()
+
+    def topic_configs(self) -> dict[str, str]:
+        """Kafka's ``GroupCoordinator.offsetsTopicConfigs``."""
+        return {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.state.config["offsets.topic.segment.bytes"]),
+            "compression.type": "producer",
+        }
+
+    async def create_topic_off_loop(self) -> None:
+        """Single node (FindCoordinator): ``ensure_topic`` with the topic's partitions opened
+        on an executor thread (kbroker/topic_creation.py)."""
+        if getattr(self.state, "cluster", None) is None and not self.topic_exists():
+            await self.state.creations.ensure_topic(GROUP_METADATA_TOPIC, self.num_partitions,
+                                                    self.topic_configs())
+        self.ensure_topic()
 
     def _follow_topic_partitions(self) -> None:
         """Hash group ids over the partitions the topic has (the config only sizes it at
@@ -211,6 +225,23 @@ class GroupService:
         self._loaded_partitions.add(index)
         log.info("loaded %d group coordinator record(s) from %s-%d", count,
                  GROUP_METADATA_TOPIC, index)
+
+    def on_partitions_deleted(self, partitions: list[tuple[str, int]]) -> None:
+        """A topic was deleted (single node: DeleteTopics; cluster mode: an UpdateMetadata
+        carrying its partitions with leader -2, which every live broker gets, as Kafka's
+        ZooKeeper-mode brokers call onPartitionsDeleted from handleUpdateMetadataRequest):
+        the committed offsets of its partitions leave every group this broker coordinates,
+        and their tombstones are appended to ``__consumer_offsets`` so a replay does not
+        bring them back."""
+        if not partitions:
+            return
+        result = self.coordinator.on_partitions_deleted(partitions)
+        removed = result.response
+        self.apply(result)
+        if removed:
+            topics = sorted({t for t, _ in partitions})
+            log.info("Removed %d offsets associated with deleted partitions of %s", removed,
+                     ", ".join(topics))
 
     # ------------------------------------------------------------ results
     def apply(self, result: Result) -> asyncio.Task[None] | None:

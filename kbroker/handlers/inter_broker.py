@@ -107,7 +107,9 @@ async def handle_update_metadata(ctx: RequestContext, req: UpdateMetadataRequest
     error = await _controller_request_error(ctx, req)
     if error is not None:
         return UpdateMetadataResponse(error_code=error)
-    cluster.cache.apply_update_metadata(req)
+    deleted = cluster.cache.apply_update_metadata(req)
+    if deleted:   # KafkaApis.handleUpdateMetadataRequest (ZooKeeper mode): groupCoordinator.onPartitionsDeleted
+        ctx.broker.groups.on_partitions_deleted(deleted)
     return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from typing import Any
 
 from kbroker.config_describe import to_config_string
 from kbroker.dynamic_broker_configs import broker_config_synonyms
@@ -69,12 +70,12 @@ def _check(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupes: se
     why = invalid_reason(name)
     if why:
         return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION, why), 0, {}
-    if name in state.topics:
+    if name in state.topics or state.creations.creating(name):
         return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."), 0, {}
     if state.topic_being_deleted(name):
         return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion."), 0, {}
     unified = unify_collision_chars(name)
-    for other in state.topics:
+    for other in [*state.topics, *state.creations.topics_in_flight()]:
         if unify_collision_chars(other) == unified:
             return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"Topic '{name}' collides with existing topic: {other}"), 0, {}
@@ -172,23 +173,65 @@ def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest
     dupes = {n for n in names if names.count(n) > 1}
     results = []
     stored = []  # config override writes to wait for: Kafka answers once they are stored
+    creating: list[tuple[Result, asyncio.Future]] = []
     for t in req.topics:
         failed, count, configs = _check(ctx, t, dupes)
         if failed is not None:
             results.append(failed)
             continue
-        if not req.validate_only:
-            state.create_topic(t.name, count, configs)
-            if configs:
-                stored.append(state.topic_configs.durable())
         r = Result(name=t.name, topic_id=ZERO_UUID if req.validate_only else state.topic_ids.get_or_assign(t.name),
                    error_code=ErrorCode.NONE, error_message=None)
+        if not req.validate_only:
+            # the name is taken from here on; the partitions open on an executor thread
+            task = state.creations.start_topic(t.name, count, configs)
+            if task is not None:
+                creating.append((r, task))
+            if configs:
+                stored.append(state.topic_configs.durable())
         if v >= 5:
             r.num_partitions = count
             r.replication_factor = 1
             r.configs = _config_entries(ctx, configs)
         results.append(r)
-    return answer_when_stored(CreateTopicsResponse(throttle_time_ms=0, topics=results), stored)
+    response = CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    if not creating:
+        return answer_when_stored(response, stored)
+
+    async def answer_when_created() -> CreateTopicsResponse:
+        for r in await wait_for_creations(creating, req.timeout_ms):
+            # KafkaApis.handleCreateTopicsResults: "Reset any configs in the response if Create failed"
+            r.num_partitions, r.replication_factor = -1, -1
+            if r.configs is not None:
+                r.configs = []
+        for f in stored:
+            await asyncio.wrap_future(f)
+        return response
+
+    return answer_when_created()
+
+
+async def wait_for_creations(creating: list[tuple[Any, asyncio.Future]], timeout_ms: int) -> list[Any]:
+    """Wait up to ``timeout_ms`` for the creations; a result whose creation has not ended
+    by then answers REQUEST_TIMED_OUT (no message) while the creation goes on, one that
+    failed UNKNOWN_SERVER_ERROR with the failure (Kafka's ZooKeeper-mode
+    DelayedCreatePartitions: the answer waits until every new partition has a leader or
+    the request's timeout passes).  ``timeout_ms <= 0`` waits for the creation however long
+    it takes: Kafka's ZooKeeper mode answers such a request at once, before the partitions
+    have leaders, but confluent-kafka sends 0 by default and a client that produces right
+    after its CreateTopics would then meet UNKNOWN_TOPIC_OR_PARTITION (kbroker's creation
+    was synchronous before, and callers rely on a created topic being usable).
+    Returns the results given an error."""
+    await asyncio.wait([task for _, task in creating], timeout=timeout_ms / 1000 if timeout_ms > 0 else None)
+    failed = []
+    for r, task in creating:
+        if not task.done():
+            r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
+        elif task.exception() is not None:
+            r.error_code, r.error_message = ErrorCode.UNKNOWN_SERVER_ERROR, str(task.exception())
+        else:
+            continue
+        failed.append(r)
+    return failed
 
 
 @REGISTRY.register(20, 1, 6)
@@ -232,6 +275,8 @@ def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest
             # (ReplicaManager.stopPartitions): parked fetches answer UNKNOWN_TOPIC_OR_PARTITION now.
             for index in range(partitions):
                 state.fetch_waiters.notify((name, index))
+            # GroupCoordinator.onPartitionsDeleted: committed offsets of the topic leave every group
+            state.groups.on_partitions_deleted([(name, index) for index in range(partitions)])
             code = ErrorCode.NONE
         results.append(R(name=name, topic_id=topic_id, error_code=code, error_message=None))
     response = DeleteTopicsResponse(throttle_time_ms=0, responses=results)

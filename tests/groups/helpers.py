@@ -48,7 +48,7 @@ class StoringCoordinator:
     RESULT_METHODS = frozenset({
         "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit",
         "offset_fetch", "offset_delete", "delete_groups", "list_groups", "describe_groups",
-        "poll", "on_timer", "unload_partition", "txn_offset_commit",
+        "poll", "on_timer", "unload_partition", "txn_offset_commit", "on_partitions_deleted",
     })
 
     def __init__(self, coordinator: GroupCoordinator) -> None:
