@@ -33,6 +33,7 @@ from kbroker.producer_ids import NoProducerIds, ProducerIdManager, ZkProducerIdM
 from kbroker.quotas import QuotaManager
 from kbroker.scram_credentials import ScramCredentialStore
 from kbroker.topic_configs import TopicConfigStore
+from kbroker.topic_creation import TopicCreations
 from kbroker.topic_ids import TopicIds
 from kbroker.topic_names import is_internal
 from kbroker.txn_service import TxnService
@@ -108,6 +109,8 @@ class BrokerState:
         self.fetch_waiters = FetchWaiters()
         self.topics: dict[str, TopicInfo] = {}
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # creations under way, their logs opened off the event loop (kbroker/topic_creation.py)
+        self.creations = TopicCreations(self)
         for (topic, index), lg in sorted(self.log_manager.logs.items()):
             self.partitions[(topic, index)] = Partition(topic, index, lg, self.fetch_waiters)
         for topic, index in self.partitions:
@@ -148,13 +151,25 @@ class BrokerState:
     def partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    def _open_partition(self, topic: str, index: int) -> Partition:
+    def new_partition(self, topic: str, index: int) -> Partition:
+        """Open (create if new) one partition's log and wrap it, registering it nowhere but
+        in the LogManager: safe on an executor thread (kbroker/topic_creation.py), the one
+        place every path that makes a partition goes through."""
         lg = self.log_manager.get_or_create_log((topic, index))
         self.topic_ids.assign(topic, lg)   # writes partition.metadata off the loop
-        p = self.partitions[(topic, index)] = Partition(topic, index, lg, self.fetch_waiters)
+        return Partition(topic, index, lg, self.fetch_waiters)
+
+    def _open_partition(self, topic: str, index: int) -> Partition:
+        """On the event loop, synchronously (start-up; the few callers that cannot wait)."""
+        p = self.partitions[(topic, index)] = self.new_partition(topic, index)
         return p
 
-    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> TopicInfo:
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> TopicInfo | None:
+        """Create a topic synchronously, on the calling thread (requests use
+        ``creations.start_topic``, off the loop).  None, doing nothing, while a creation of
+        ``name`` is under way: its partitions are being opened elsewhere."""
+        if self.creations.creating(name):
+            return None
         if configs:
             self.topic_configs.set(name, configs)
         for index in range(partitions):

@@ -163,6 +163,11 @@ class ReplicaManager:
             if t.topic_name not in self._topics_read or t.topic_name not in state.topics or any(
                     p.partition_index >= state.topics[t.topic_name].partitions for p in mine):
                 await self._ensure_topic(t.topic_name)
+            # new replicas: their logs open on an executor thread, in batches (a topic of
+            # thousands of partitions must not stall the event loop)
+            await state.creations.open_partitions(
+                [(t.topic_name, p.partition_index) for p in mine
+                 if p.leader_epoch >= self.epochs.get((t.topic_name, p.partition_index), -1)])
             for p in mine:
                 tp = (t.topic_name, p.partition_index)
                 known = self.epochs.get(tp, -1)
@@ -173,8 +178,8 @@ class ReplicaManager:
                 partition = state.partition(*tp)
                 if partition is None:
                     partition = state._open_partition(*tp)
-                    info = state.topics[tp[0]]
-                    info.partitions = max(info.partitions, tp[1] + 1)
+                info = state.topics[tp[0]]
+                info.partitions = max(info.partitions, tp[1] + 1)
                 if t.topic_id != ZERO_UUID:
                     try:   # Kafka's hasConsistentTopicId check: the log keeps its id
                         partition.log.assign_topic_id(t.topic_id)

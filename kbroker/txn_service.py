@@ -98,8 +98,18 @@ class TxnService:
         through ZooKeeper)."""
         if self._cluster_mode or self.topic_exists():
             return
+        # synchronous, on the loop: only when no FindCoordinator came first
+        # (``create_topic_off_loop``); does nothing while that creation runs
         self.state.create_topic(TRANSACTION_STATE_TOPIC, self.coordinator.num_partitions,
                                 topic_configs(self.state.config))
+
+    async def create_topic_off_loop(self) -> None:
+        """Single node (FindCoordinator): ``ensure_topic`` with the topic's partitions opened
+        on an executor thread (kbroker/topic_creation.py)."""
+        if not self._cluster_mode and not self.topic_exists():
+            await self.state.creations.ensure_topic(TRANSACTION_STATE_TOPIC, self.coordinator.num_partitions,
+                                                    topic_configs(self.state.config))
+        self.ensure_topic()
 
     def _load(self) -> None:
         """Single node: own every partition; replay those on disk."""

@@ -49,6 +49,17 @@ def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) ->
         return _find_txn_coordinator(ctx, req)  # type: ignore[return-value]
     if getattr(state, "cluster", None) is not None and req.key_type == GROUP_KEY:
         return _find_group_coordinator_in_cluster(ctx, req)  # type: ignore[return-value]
+    if req.key_type == GROUP_KEY and not state.groups.topic_exists():
+        # __consumer_offsets' partitions open off the event loop; answer once they are open
+        async def when_created() -> FindCoordinatorResponse:
+            await state.groups.create_topic_off_loop()
+            return _single_node_coordinator(ctx, req)
+        return when_created()  # type: ignore[return-value]
+    return _single_node_coordinator(ctx, req)
+
+
+def _single_node_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    state = ctx.broker
     host, port = state.advertised_address(ctx.listener_name)
     if req.key_type == GROUP_KEY:
         state.groups.ensure_topic()

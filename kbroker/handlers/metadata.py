@@ -11,9 +11,11 @@
 * Unknown topics are created when the broker allows it (``auto.create.topics.enable``) and
   the request does (v4+ ``allow_auto_topic_creation``; v1-3 always); internal topics never
   are; illegal names answer INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION.
-  Single node: creation with ``num.partitions`` is synchronous, so the same answer already
-  describes the new topic (Kafka answers LEADER_NOT_AVAILABLE first and the client asks
-  again; every client handles both, this saves a round trip).  Cluster mode: see
+  Single node: the answer waits for the creation with ``num.partitions`` (its logs open
+  off the event loop), so it already describes the new topic (Kafka answers
+  LEADER_NOT_AVAILABLE first and the client asks again; every client handles both, this
+  saves a round trip); a topic another request is creating, or whose deletion has not
+  finished, answers UNKNOWN_TOPIC_OR_PARTITION.  Cluster mode: see
   cluster_metadata.py (znodes written, LEADER_NOT_AVAILABLE until leaders are elected).
 * Single node: this broker is every partition's leader, replica and ISR, controller_id =
   node id (admin clients wait while it is -1), its topic ids (kbroker/topic_ids.py),
@@ -24,6 +26,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
@@ -162,9 +165,20 @@ def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
     if not to_create:
         return _response(ctx, view, req, names, denied)
     if getattr(state, "cluster", None) is None:
-        for name in to_create:
-            state.create_topic(name, state.config["num.partitions"])
-        return _response(ctx, view, req, names, denied)
+        # the partitions open off the event loop (kbroker/topic_creation.py); a topic whose
+        # creation or deletion is under way: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's
+        # AutoTopicCreationManager answers for a topic in flight
+        busy = {name: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for name in to_create
+                if state.creations.creating(name) or state.topic_being_deleted(name)}
+        started = {name: task for name in to_create if name not in busy
+                   if (task := state.creations.start_topic(name, state.config["num.partitions"])) is not None}
+
+        async def answer_when_created() -> MetadataResponse:
+            await asyncio.wait(started.values())
+            failed = {name: ErrorCode.UNKNOWN_SERVER_ERROR for name, task in started.items()
+                      if task.exception() is not None}
+            return _response(ctx, view, req, names, {**busy, **failed, **denied})
+        return answer_when_created() if started else _response(ctx, view, req, names, {**busy, **denied})
 
     async def create_then_answer() -> MetadataResponse:
         errors = {name: await auto_create_in_cluster(ctx, name) for name in to_create}

@@ -21,7 +21,9 @@ but this broker does not lead is NOT_LEADER_OR_FOLLOWER (Kafka's
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Awaitable
 
+from kbroker.handlers.topics_admin import wait_for_creations
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import is_internal
@@ -38,19 +40,33 @@ TopicResult = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
 @REGISTRY.register(37, 0, 3)
-def handle_create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+def handle_create_partitions(ctx: RequestContext, req: CreatePartitionsRequest
+                             ) -> CreatePartitionsResponse | Awaitable[CreatePartitionsResponse]:
     state = ctx.broker
     if getattr(state, "cluster", None) is not None:   # cluster mode: the controller's znodes
         from kbroker.handlers.cluster_topics import create_partitions  # noqa: PLC0415 - cycle
         return create_partitions(ctx, req)  # type: ignore[return-value]
     names = Counter(t.name for t in req.topics)
     results = []
+    growing = []
     for t in req.topics:
         code, message = _check(ctx, t, names[t.name] > 1)
+        result = TopicResult(name=t.name, error_code=code, error_message=message)
         if code == ErrorCode.NONE and not req.validate_only:
-            state.add_partitions(t.name, t.count)
-        results.append(TopicResult(name=t.name, error_code=code, error_message=message))
-    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+            # the new partitions open on an executor thread (kbroker/topic_creation.py)
+            task = state.creations.start_partitions(t.name, t.count)
+            if task is not None:
+                growing.append((result, task))
+        results.append(result)
+    response = CreatePartitionsResponse(throttle_time_ms=0, results=results)
+    if not growing:
+        return response
+
+    async def answer_when_added() -> CreatePartitionsResponse:
+        await wait_for_creations(growing, req.timeout_ms)
+        return response
+
+    return answer_when_added()
 
 
 def _check(ctx: RequestContext, t: CreatePartitionsRequest.CreatePartitionsTopic,
@@ -61,7 +77,9 @@ def _check(ctx: RequestContext, t: CreatePartitionsRequest.CreatePartitionsTopic
     info = state.topics.get(t.name)
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-    current = info.partitions
+    # an unfinished CreatePartitions has grown it already (Kafka's controller has the
+    # partitions from the moment their records are written)
+    current = max(info.partitions, state.creations.growing_to(t.name) or 0)
     if t.count < current:
         return (ErrorCode.INVALID_PARTITIONS,
                 f"The topic {t.name} currently has {current} partition(s); {t.count} would not be an increase.")

@@ -211,7 +211,7 @@ async def transaction_coordinator(ctx: RequestContext, transactional_id: str) ->
         return E.INVALID_REQUEST, "Transactional id must be non-empty", -1, "", -1
     cluster = getattr(state, "cluster", None)
     if cluster is None:
-        state.txns.ensure_topic()
+        await state.txns.create_topic_off_loop()
         host, port = state.advertised_address(ctx.listener_name)
         return E.NONE, None, state.node_id, host, port
     topic = cluster.cache.topic(TRANSACTION_STATE_TOPIC)
