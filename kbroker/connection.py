@@ -497,13 +497,13 @@ class KafkaConnection(asyncio.Protocol):
             self._abort(f"send failed: {e}")
             return
         self._end_raw_mode()
-        if self._close_when_sent is not None:   # the responses before the close slot have all left
-            self.close_after_sending(self._close_when_sent)
-            return
         if self._raw_slices:
             log.debug("sent %d record slices (%d bytes) to %s with sendfile", self._raw_slices,
                       self._raw_bytes, self.peer)
             self._raw_slices = self._raw_bytes = 0
+        if self._close_when_sent is not None:   # the responses before the close slot have all left
+            self.close_after_sending(self._close_when_sent)
+            return
         self._update_reading()
 
     def _wait_writable(self) -> None:

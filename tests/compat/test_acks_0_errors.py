@@ -22,7 +22,13 @@ from tests.compat.test_bad_input import (
     produce_request,
 )
 from wire.headers import encode_request
-from wire.messages import MetadataResponse, ProduceRequest
+from wire.messages import (
+    FetchRequest,
+    FetchResponse,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 from wire.record_batch import build_batch
 
 DEADLINE_S = 60.0
@@ -30,7 +36,7 @@ DEADLINE_S = 60.0
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("acks0") / "data",
+    b = BrokerProcess(tmp_path_factory.mktemp("acks0") / "data", log_level="DEBUG",   # sendfile is logged
                       overrides={"auto.create.topics.enable": "true"}).start()
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     assert admin.create_topics([NewTopic("exists", 2, 1)], operation_timeout=10)["exists"].result(DEADLINE_S) is None
@@ -111,6 +117,44 @@ def test_the_answers_before_a_failed_acks_0_produce_are_sent_and_the_requests_af
     wait_for_close_logged(shared, "correlation id 22 ")
     # Kafka reads one request of a connection at a time: the produce behind the failed one is never appended
     assert high_watermark(shared.port, "exists", 1) == before
+
+
+def test_a_large_fetch_sent_with_sendfile_before_a_failed_acks_0_produce_arrives_whole_before_the_close(shared):
+    """The Fetch answer's records (7 batches, about 6 MB: more than a socket buffer holds, so
+    the broker waits for the client to read) leave by sendfile (kbroker/connection.py's raw
+    mode): the close comes only after they have all been written."""
+    batches = [build_batch([(None, bytes([(n + i) % 251]) * 9_000, [], 1_700_000_000_000 + i) for i in range(100)])
+               for n in range(7)]
+    raw = Raw(shared.port)
+    here = f"127.0.0.1:{raw.sock.getsockname()[1]}"
+    try:
+        bases = []
+        for n, batch in enumerate(batches):
+            raw.request(produce_request("exists", batch, acks=1, partition=1), 9, 40 + n)
+            corr, produced = raw.response(ProduceResponse, 9, DEADLINE_S)
+            bases.append(produced.responses[0].partition_responses[0].base_offset)
+            assert corr == 40 + n and bases[-1] >= 0
+        fetch = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=64 << 20, isolation_level=0,
+                             session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                                 topic="exists", partitions=[FetchRequest.FetchPartition(
+                                     partition=1, current_leader_epoch=-1, fetch_offset=bases[0], log_start_offset=-1,
+                                     partition_max_bytes=64 << 20)])], forgotten_topics_data=[], rack_id="")
+        raw.send(encode_request(fetch, 12, 50, "raw-test")
+                 + encode_request(produce_request("no-such-topic", a_batch(1), acks=0), 9, 51, "raw-test"))
+        corr, resp = raw.response(FetchResponse, 12, DEADLINE_S)
+        assert corr == 50
+        records, at = bytes(resp.responses[0].partitions[0].records), 0
+        for batch in batches:   # each batch as written, from its magic byte on (base offset and epoch are the broker's)
+            assert records[at + 16:at + len(batch)] == batch[16:]
+            at += len(batch)
+        assert at == len(records)
+        raw.assert_closed_without_answer(DEADLINE_S)
+    finally:
+        raw.close()
+    wait_for_close_logged(shared, "correlation id 51 ")
+    total = sum(len(b) for b in batches)
+    sent = [line for line in shared.output if f"to {here} with sendfile" in line]
+    assert len(sent) == 1 and f"sent 1 record slices ({total} bytes)" in sent[0], sent
 
 
 def test_a_successful_acks_0_produce_keeps_the_connection(shared):
