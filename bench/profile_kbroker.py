@@ -98,6 +98,7 @@ def main() -> None:
     ap.add_argument("--curve-mib", type=int, default=32, help="MiB of 1 KiB records, cost-curve parts")
     ap.add_argument("--only", help="comma-separated part names (default: all)")
     ap.add_argument("--out", type=Path, default=RESULTS / "profile.md")
+    ap.add_argument("--keep-prof", type=Path, help="copy each part's cProfile file (partN.prof) here")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kbroker-profile-"))
     n_big = args.mib * MIB // 1024
@@ -194,6 +195,9 @@ def main() -> None:
             said, cpu, wall = profiled(tmp / sub, prof, drive)
             print(f"{title}: {said} (broker CPU {cpu:.1f} s, wall {wall:.1f} s)", flush=True)
             stats = pstats.Stats(str(prof))
+            if args.keep_prof:
+                args.keep_prof.mkdir(parents=True, exist_ok=True)
+                shutil.copy(prof, args.keep_prof / prof.name)
             md += [f"## {title}", "", f"{said}; broker CPU {cpu:.1f} s over {wall:.1f} s wall (under cProfile).",
                    "", "### Top functions by cumulative time", ""]
             md += table(stats, 3)

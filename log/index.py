@@ -61,11 +61,14 @@ class AbstractIndex:
                     raise ValueError(f"Invalid max index size: {max_index_size}")
                 os.ftruncate(fd, self._round_down(max_index_size))
             self.length = os.fstat(fd).st_size
-            # A new index is mapped at its first append (Kafka's LazyIndex also opens index
-            # files on first use): Python's mmap keeps a dup of the descriptor for the map's
-            # life, so a partition whose active segment has no index entry yet (less than
-            # index.interval.bytes of data) holds one descriptor, its .log, instead of three.
-            self._mmap = None if newly_created else self._map(fd, self.length)
+            # An index is mapped at its first search or its second append (Kafka's LazyIndex
+            # also opens index files on first use): Python's mmap keeps a dup of the
+            # descriptor for the map's life, so a partition whose active segment has at most
+            # one index entry (less than 2 x index.interval.bytes of data; a closed segment's
+            # time index holds the entry written at close) holds one descriptor, its .log,
+            # instead of three, also after a restart.  Start-up's checks read the one or two
+            # entries they need with pread (``_entry_bytes``).
+            self._mmap = None
         finally:
             os.close(fd)
         self.max_entries = self.length // self.entry_size
@@ -75,10 +78,38 @@ class AbstractIndex:
     def _round_down(self, n: int) -> int:
         return self.entry_size * (n // self.entry_size)
 
+    def _mapped(self) -> mmap.mmap:
+        """The map, made now if the index has not been mapped yet (see ``__init__``)."""
+        m = self._mmap
+        if m is None:
+            fd = os.open(self.path, os.O_RDWR if self.writable else os.O_RDONLY)
+            try:
+                m = self._map(fd, self.length)
+            finally:
+                os.close(fd)
+            if m is None:
+                raise CorruptIndexError(f"Cannot map the empty index {self.path}")
+            self._mmap = m
+        return m
+
+    def _entry_bytes(self, n: int) -> bytes:
+        """Entry ``n``'s bytes without making a map: start-up reads the last (and the time
+        index's first) entry of every segment's indexes, and mapping them all would hold two
+        descriptors per partition (see ``__init__``)."""
+        position = n * self.entry_size
+        m = self._mmap
+        if m is not None:
+            return m[position:position + self.entry_size]
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return os.pread(fd, self.entry_size, position)
+        finally:
+            os.close(fd)
+
     def _write_entry(self, entry: struct.Struct, position: int, *values: int) -> None:
         """Write one entry at byte ``position`` (the entries before it are written): through
         the map while it stays in pages earlier entries touched, else with ``pwrite`` (see the
-        module docstring), mapping the index if it is not mapped yet."""
+        module docstring); an index not mapped yet is mapped from its second entry on."""
         m = self._mmap
         end = position + entry.size
         if m is not None and position and (end - 1) // _PAGE == (position - 1) // _PAGE:
@@ -87,7 +118,7 @@ class AbstractIndex:
         fd = os.open(self.path, os.O_RDWR)
         try:
             os.pwrite(fd, entry.pack(*values), position)
-            if m is None:
+            if m is None and position:
                 m = self._map(fd, self.length)
                 if m is None:
                     raise CorruptIndexError(f"Cannot append to the full (empty) index {self.path}")
@@ -225,19 +256,20 @@ class OffsetIndex(AbstractIndex):
         self.last_offset = self._last_entry().offset
 
     def _key(self, n: int) -> int:
-        return self.base_offset + _OFFSET_ENTRY.unpack_from(self._mmap, n * 8)[0]
+        return self.base_offset + _OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)[0]
 
     def _value(self, n: int) -> int:
-        return _OFFSET_ENTRY.unpack_from(self._mmap, n * 8)[1]
+        return _OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)[1]
 
     def _parse(self, n: int) -> OffsetPosition:
-        rel, pos = _OFFSET_ENTRY.unpack_from(self._mmap, n * 8)
+        rel, pos = _OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)
         return OffsetPosition(self.base_offset + rel, pos)
 
     def _last_entry(self) -> OffsetPosition:
         if self.entries == 0:
             return OffsetPosition(self.base_offset, 0)
-        return self._parse(self.entries - 1)
+        rel, pos = _OFFSET_ENTRY.unpack(self._entry_bytes(self.entries - 1))
+        return OffsetPosition(self.base_offset + rel, pos)
 
     def sanity_check(self, log_size: int | None = None) -> None:
         """Kafka's checks, plus (cheap, ours) the last entry must point inside the log file."""
@@ -252,13 +284,13 @@ class OffsetIndex(AbstractIndex):
                 f"offset is {self.last_offset} which is less than the base offset {self.base_offset}"
             )
         if self.entries != 0 and log_size is not None:
-            last = self._parse(self.entries - 1)
+            last = self._last_entry()
             if last.position < 0 or last.position >= log_size:
                 raise CorruptIndexError(
                     f"Index file {self.path}: last entry points at position {last.position} "
                     f"outside the log ({log_size} bytes)"
                 )
-            if self.entries > 1 and self._parse(0).offset >= last.offset:
+            if self.entries > 1 and _OFFSET_ENTRY.unpack(self._entry_bytes(0))[0] + self.base_offset >= last.offset:
                 raise CorruptIndexError(f"Index file {self.path}: offsets are not increasing")
 
     def lookup(self, target_offset: int) -> OffsetPosition:
@@ -320,19 +352,20 @@ class TimeIndex(AbstractIndex):
         self._last = self._last_entry_from_file()
 
     def _key(self, n: int) -> int:
-        return _TIME_ENTRY.unpack_from(self._mmap, n * 12)[0]
+        return _TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)[0]
 
     def _value(self, n: int) -> int:
-        return self.base_offset + _TIME_ENTRY.unpack_from(self._mmap, n * 12)[1]
+        return self.base_offset + _TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)[1]
 
     def _parse(self, n: int) -> TimestampOffset:
-        ts, rel = _TIME_ENTRY.unpack_from(self._mmap, n * 12)
+        ts, rel = _TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)
         return TimestampOffset(ts, self.base_offset + rel)
 
     def _last_entry_from_file(self) -> TimestampOffset:
         if self.entries == 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        return self._parse(self.entries - 1)
+        ts, rel = _TIME_ENTRY.unpack(self._entry_bytes(self.entries - 1))
+        return TimestampOffset(ts, self.base_offset + rel)
 
     def is_full(self) -> bool:
         return self.entries >= self.max_entries - 1
@@ -341,10 +374,11 @@ class TimeIndex(AbstractIndex):
         return self._last
 
     def sanity_check(self, log_size: int | None = None) -> None:
-        if self.entries != 0 and self._last.timestamp < self._key(0):
+        first = _TIME_ENTRY.unpack(self._entry_bytes(0))[0] if self.entries != 0 else NO_TIMESTAMP
+        if self.entries != 0 and self._last.timestamp < first:
             raise CorruptIndexError(
                 f"Corrupt time index found, time index file ({self.path}) has non-zero size but the "
-                f"last timestamp is {self._last.timestamp} which is less than the first timestamp {self._key(0)}"
+                f"last timestamp is {self._last.timestamp} which is less than the first timestamp {first}"
             )
         if self.entries != 0 and self._last.offset < self.base_offset:
             raise CorruptIndexError(

@@ -84,9 +84,10 @@ def _open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_a_new_index_holds_no_descriptor_until_its_first_entry_and_then_one(tmp_path):
+def test_a_new_index_holds_no_descriptor_until_it_is_searched_or_has_two_entries_and_then_one(tmp_path):
     # CPython's mmap keeps a dup of the file's descriptor while mapped: mapping at the first
-    # append (Kafka's LazyIndex opens on first use) keeps an unindexed segment at one fd.
+    # search or the second append (Kafka's LazyIndex opens on first use) keeps a segment with
+    # at most one index entry at one fd.
     before = _open_descriptors()
     offsets = OffsetIndex(str(tmp_path / "00000000000000000000.index"), 0, 800)
     times = TimeIndex(str(tmp_path / "00000000000000000000.timeindex"), 0, 1200)
@@ -96,12 +97,47 @@ def test_a_new_index_holds_no_descriptor_until_its_first_entry_and_then_one(tmp_
     assert _open_descriptors() == before
     offsets.append(5, 4100)
     times.maybe_append(1_000, 5)
-    assert _open_descriptors() == before + 2
+    assert _open_descriptors() == before
     assert offsets.lookup(7) == OffsetPosition(5, 4100) and times.lookup(1_000) == TimestampOffset(1_000, 5)
+    assert _open_descriptors() == before + 2
+    offsets.append(9, 8200)
+    assert offsets.lookup(9) == OffsetPosition(9, 8200)
     offsets.close()
     times.close()
     assert _open_descriptors() == before
-    assert os.path.getsize(offsets.path) == 8 and os.path.getsize(times.path) == 12
+    assert os.path.getsize(offsets.path) == 16 and os.path.getsize(times.path) == 12
+
+
+def test_a_reopened_index_passes_its_checks_and_answers_its_last_entry_without_holding_a_descriptor(tmp_path):
+    offsets = OffsetIndex(str(tmp_path / "00000000000000000000.index"), 0, 800)
+    times = TimeIndex(str(tmp_path / "00000000000000000000.timeindex"), 0, 1200)
+    for i in range(1, 4):
+        offsets.append(10 * i, 100 * i)
+    times.maybe_append(2_000, 30)
+    offsets.close()
+    times.close()
+    before = _open_descriptors()
+    offsets = OffsetIndex(offsets.path, 0, 800)
+    times = TimeIndex(times.path, 0, 1200)
+    offsets.sanity_check(1_000)
+    times.sanity_check()
+    assert offsets.last_offset == 30 and times.last_entry() == TimestampOffset(2_000, 30)
+    assert _open_descriptors() == before
+    assert offsets.lookup(25) == OffsetPosition(20, 200)   # the first search maps it
+    assert _open_descriptors() == before + 1
+    offsets.close()
+    times.close()
+
+
+def test_a_reopened_time_index_whose_last_timestamp_is_below_its_first_fails_its_check(tmp_path):
+    times = TimeIndex(str(tmp_path / "00000000000000000000.timeindex"), 0, 1200)
+    times.maybe_append(2_000, 10)
+    times.maybe_append(3_000, 20)
+    times.close()
+    with open(times.path, "r+b") as f:   # the first entry's timestamp overwritten past the last
+        f.write((5_000).to_bytes(8, "big"))
+    with pytest.raises(CorruptIndexError):
+        TimeIndex(times.path, 0, 1200).sanity_check()
 
 
 def _pwrite_positions(monkeypatch) -> list[int]:
@@ -125,7 +161,7 @@ def test_an_offset_index_writes_the_first_entry_of_each_page_with_pwrite_and_the
     n = 3 * page // 8
     for i in range(n):
         idx.append(i, 10 * i)
-    assert positions == [0, page, 2 * page]
+    assert positions == [0, 8, page, 2 * page]   # the second entry maps the index
     assert idx.all_entries() == [OffsetPosition(i, 10 * i) for i in range(n)]
     with open(idx.path, "rb") as f:   # what the file holds, read without the map
         raw = f.read()
@@ -141,7 +177,7 @@ def test_a_time_index_entry_straddling_two_pages_is_written_with_pwrite_and_read
     for i in range(n):
         idx.maybe_append(1000 + i, i)
     straddling = page // 12   # bytes [12k, 12k + 12) cross the boundary when 12k < page < 12k + 12
-    assert positions == [0, straddling * 12]
+    assert positions == [0, 12, straddling * 12]   # the second entry maps the index
     assert idx.entry(straddling) == TimestampOffset(1000 + straddling, straddling)
     assert idx.lookup(1000 + n - 1) == TimestampOffset(1000 + n - 1, n - 1)
 
