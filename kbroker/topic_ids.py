@@ -93,8 +93,11 @@ class TopicIds:
 
     def load(self, logs: Iterable[tuple[tuple[str, int], Log]]) -> None:
         """Start-up: every topic's id from its partitions' files (see the module docstring).
-        In cluster mode (``create`` off) only the consistency check runs and nothing is
-        assigned: LeaderAndIsr brings the ids."""
+        In cluster mode (``create`` off) nothing happens here: each log keeps the id its
+        file holds and LeaderAndIsr checks it per partition (INCONSISTENT_TOPIC_ID), as
+        Kafka's ZooKeeper-era broker does."""
+        if not self.create:
+            return
         by_topic: dict[str, list[tuple[int, Log]]] = {}
         for (topic, index), lg in logs:
             by_topic.setdefault(topic, []).append((index, lg))
@@ -107,8 +110,6 @@ class TopicIds:
                     f"{uuid_to_string(a)}, {lb.dir}/partition.metadata has {uuid_to_string(b)} "
                     "(INCONSISTENT_TOPIC_ID). Move the partition directory that does not belong to "
                     "this topic out of the log dir.")
-            if not self.create:
-                continue
             if found:
                 tid = next(iter(found))
             else:

@@ -3,7 +3,8 @@ ZooKeeper.  The id in ``/brokers/topics/<t>`` is the truth: every broker's Metad
 it, every replica's partition.metadata holds it (LeaderAndIsr carries it); a topic znode
 written without one (a topic from before 2.8) gets one from the controller
 (``setTopicIds``), which then reaches the replicas; librdkafka fetches by that id (Fetch
-v16) and reads exact records."""
+v16) and reads exact records; a replica whose partition.metadata holds another id refuses
+the LeaderAndIsr for it (INCONSISTENT_TOPIC_ID) and keeps its file."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster import znodes
 from kbroker.broker_channel import send_once
-from log.partition_metadata_file import PartitionMetadataError, PartitionMetadataFile
+from log.partition_metadata_file import (
+    PartitionMetadataError,
+    PartitionMetadataFile,
+    encode_partition_metadata,
+)
 from tests.cluster.cluster_processes import DEADLINE_S, Cluster, wait_until
 from wire.messages import MetadataRequest
 
@@ -93,3 +98,22 @@ def test_a_topic_znode_without_an_id_gets_one_from_the_controller_and_its_replic
     tid = wait_until(lambda: znode_id(cluster, "legacy"), "the controller to add the topic id")
     wait_until(lambda: file_ids(cluster, "legacy") == {tid}, "every replica's partition.metadata")
     wait_until(lambda: metadata_ids(cluster, "legacy") == {tid}, "every broker's Metadata to answer the id")
+
+
+def test_a_replica_whose_log_holds_another_id_is_refused_with_inconsistent_topic_id_and_keeps_its_file(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("clash", 1, 3)])["clash"].result(DEADLINE_S)
+    tid = wait_until(lambda: znode_id(cluster, "clash"), "the topic znode's id")
+    b3 = cluster.brokers[3]
+    path = b3.data_dir / "clash-0" / "partition.metadata"
+    wait_until(lambda: path.exists() and PartitionMetadataFile(str(path.parent)).read() == tid,
+               "broker 3's partition.metadata")
+    b3.stop()
+    other = uuid.uuid4()
+    path.write_bytes(encode_partition_metadata(other))
+    b3.start()
+    cluster.wait_serving()
+    # the controller's LeaderAndIsr on broker 3's return: refused for that partition
+    wait_until(lambda: "LeaderAndIsr for clash-0 refused: Tried to assign topic ID" in b3.log_text(),
+               "broker 3 to refuse clash-0")
+    assert PartitionMetadataFile(str(path.parent)).read() == other
