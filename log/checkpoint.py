@@ -93,7 +93,8 @@ class CheckpointFile:
         self.lock = checkpoint_lock(path)
         with self.lock:
             if not os.path.exists(path):
-                open(path, "a").close()  # Kafka creates the file on construction
+                # Kafka creates the file on construction (a bare open: no Python file object)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666))
 
     def write_lines(self, lines: list[str], sync: bool = True) -> None:
         with self.lock:

@@ -84,7 +84,10 @@ class LeaderEpochCheckpointFile(CheckpointFile):
 
 
 class LeaderEpochFileCache:
-    def __init__(self, dir_: str, topic_partition: tuple[str, int], scheduler: Scheduler) -> None:
+    def __init__(self, dir_: str, topic_partition: tuple[str, int], scheduler: Scheduler,
+                 stored: bool = True) -> None:
+        """``stored``: read the checkpoint file (False: the directory is new, the file was
+        just created empty)."""
         self.dir = dir_
         self.topic_partition = topic_partition
         self.scheduler = scheduler
@@ -94,11 +97,11 @@ class LeaderEpochFileCache:
         self._flush_queued = False
         self._closed = False
         try:
-            stored = self.checkpoint.read()
+            entries = self.checkpoint.read() if stored else []
         except OSError as e:
             _log.warning("Error reading %s, starting with an empty leader epoch cache: %s", self.checkpoint.path, e)
-            stored = []
-        for entry in stored:
+            entries = []
+        for entry in entries:
             self._assign(entry)
 
     # ------------------------------------------------------------------ reads

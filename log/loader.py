@@ -103,9 +103,11 @@ class LogLoader:
         self._recovery_psm: ProducerStateManager | None = None
         self._recovered: dict[int, int] = {}  # base offset -> bytes truncated
 
-    def load(self) -> LoadedLogOffsets:
-        self._remove_temp_files()
-        self._load_segment_files()
+    def load(self, new_dir: bool = False) -> LoadedLogOffsets:
+        """``new_dir``: the directory was created just now (empty): steps 1-2 find nothing."""
+        if not new_dir:
+            self._remove_temp_files()
+            self._load_segment_files()
         recovery_point, next_offset = self._recover_log()
         self.segments.active_segment().resize_indexes(self.config.max_index_size)
         first = self.segments.first_segment_base_offset()

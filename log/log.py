@@ -145,22 +145,28 @@ class Log:
              log_start_offset: int = 0, recovery_point: int = 0, had_clean_shutdown: bool = False,
              producer_state_config: ProducerStateManagerConfig | None = None,
              high_watermark_follows_log_end: bool = True) -> Log:
-        """Open (creating the directory if needed) and recover the log in ``dir_``."""
-        os.makedirs(dir_, exist_ok=True)
+        """Open (creating the directory if needed) and recover the log in ``dir_``.  A
+        directory created here is empty, so nothing is looked for in it (no scans for
+        leftovers, segments, snapshots, a stored leader epoch checkpoint or
+        partition.metadata): a new partition costs its directory, its first segment's
+        ``.log``/``.index``/``.timeindex`` and an empty ``leader-epoch-checkpoint``, which is
+        what Kafka creates (kbroker/topic_creation.py opens thousands at a time)."""
+        new_dir = _create_dir(dir_)
         tp = parse_topic_partition_name(dir_)
         segments = LogSegments()
-        epoch_cache = LeaderEpochFileCache(dir_, tp, scheduler)
+        epoch_cache = LeaderEpochFileCache(dir_, tp, scheduler, stored=not new_dir)
         loader = LogLoader(dir_, config, clock, scheduler, had_clean_shutdown, segments, log_start_offset, recovery_point,
                            epoch_cache)
-        offsets = loader.load()
+        offsets = loader.load(new_dir=new_dir)
         active = segments.active_segment()
         local = LocalLog(dir_, config, segments, offsets.recovery_point,
                          LogOffsetMetadata(offsets.next_offset, active.base_offset, active.size()),
                          scheduler, clock, tp)
         psm = ProducerStateManager(tp, dir_, clock, producer_state_config)
-        psm.remove_stray_snapshots(segments.base_offsets())
+        if not new_dir:
+            psm.remove_stray_snapshots(segments.base_offsets())
         log = cls(offsets.log_start_offset, local, psm, high_watermark_follows_log_end, epoch_cache)
-        if log.partition_metadata.exists():
+        if not new_dir and log.partition_metadata.exists():
             log.topic_id = log.partition_metadata.read()
         log.loader = loader
         log.rebuild_producer_state(offsets.next_offset)
@@ -775,3 +781,14 @@ class Log:
 
 
 UnifiedLog = Log
+
+
+def _create_dir(dir_: str) -> bool:
+    """Create ``dir_`` (and missing parents); True when it did not exist before."""
+    try:
+        os.mkdir(dir_)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:   # a parent is missing too
+        os.makedirs(dir_, exist_ok=True)
+    return True

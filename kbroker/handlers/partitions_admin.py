@@ -6,7 +6,9 @@ unknown topic UNKNOWN_TOPIC_OR_PARTITION; a count below the current one "The top
 currently has N partition(s); M would not be an increase." and an equal one "Topic already
 has N partition(s)." (both INVALID_PARTITIONS); manual assignments must name one replica,
 this broker, per new partition (INVALID_REPLICA_ASSIGNMENT).  ``validate_only`` changes
-nothing.  New partitions start empty and take the topic's configs.
+nothing.  New partitions start empty and take the topic's configs; their logs open on an
+executor thread and they appear together when all are open (a second CreatePartitions
+meanwhile counts them already); ``timeout_ms`` as CreateTopics' (topics_admin.py).
 
 DeleteRecords, per partition (Kafka's ReplicaManager.deleteRecords): an unknown partition
 UNKNOWN_TOPIC_OR_PARTITION; an internal topic INVALID_TOPIC_EXCEPTION; a topic without

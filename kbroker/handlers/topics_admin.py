@@ -9,7 +9,13 @@ INVALID_REPLICA_ASSIGNMENT; num_partitions -1 = num.partitions, below 1
 INVALID_PARTITIONS; replication_factor -1 = default.replication.factor, below 1 or above
 the one broker INVALID_REPLICATION_FACTOR; unknown or invalid configs INVALID_CONFIG.
 ``validate_only`` checks without creating.  v5+ answers carry the partition count,
-replication factor and the topic's configs.  v7+ answers carry the new topic's id
+replication factor and the topic's configs.  The partitions' logs open on an executor
+thread (kbroker/topic_creation.py); a topic being created counts as existing for these
+checks (Kafka's controller has it from the moment its records are written).  The answer
+waits for the partitions up to ``timeout_ms``; past it the topic answers REQUEST_TIMED_OUT
+(no message, partition count and configs reset) and the creation goes on, as Kafka's
+ZooKeeper-mode DelayedCreatePartitions does; ``timeout_ms <= 0`` waits however long it
+takes (see ``wait_for_creations``).  v7+ answers carry the new topic's id
 (kbroker/topic_ids.py; zero for ``validate_only``).
 
 DeleteTopics: by name (v1-5) or name/id (v6); unknown names UNKNOWN_TOPIC_OR_PARTITION,
