@@ -31,7 +31,9 @@ cleanup.policy=compact,delete gets both, and a compact-only log still loses the 
 its log start offset (Kafka's cleaner thread does that deletion for compacted logs).
 Deleting a partition cancels its cleaning and drops it from the cleaner checkpoint.
 
-Threads: the event loop creates logs (``get_or_create_log``) and removes them from the map
+Threads: logs are created (``get_or_create_log``) by the broker's creations on an executor
+thread (kbroker/topic_creation.py; one creator per partition, so its check-then-add needs no
+more than the map's lock) or at start-up, and removed from the map on the event loop
 (``remove_log``); the background thread runs the periodic tasks and the slow part of a
 deletion (``finish_delete``: cleaner abort, close, rename, checkpoints).  ``self.logs`` is
 changed only under ``_logs_lock`` and walked only through ``snapshot()`` (a copy), never
