@@ -176,8 +176,9 @@ class Log:
         """Give this log its topic id (UnifiedLog.assignTopicId / initializeTopicId): a log
         that already has another one raises ``InconsistentTopicIdError`` (Kafka's
         INCONSISTENT_TOPIC_ID); a new one is recorded and ``partition.metadata`` is written by
-        a ``flush-metadata-file`` task on the scheduler's thread, or by the first append or
-        the close if they come first (Kafka: before any data reaches the disk)."""
+        a ``flush-metadata-file`` task on the scheduler's thread, or by the first append (no
+        fsync there; the task syncs it) or the close if they come first (Kafka: before any
+        data reaches the disk)."""
         if self.topic_id is not None:
             if self.topic_id != topic_id:
                 raise InconsistentTopicIdError(
@@ -189,12 +190,13 @@ class Log:
         self.topic_id = topic_id
         self.scheduler.schedule_once("flush-metadata-file", self._flush_partition_metadata)
 
-    def _flush_partition_metadata(self) -> None:
+    def _flush_partition_metadata(self, durable: bool = True) -> None:
         # Not under ``lock`` (an fsync).  close() flushes and delete() forgets the pending id
         # under the file's own lock before the directory is renamed or removed, so a late
-        # call finds nothing to write.
+        # call finds nothing to write.  Appends write without the fsync (durable=False): they
+        # may run on the event loop; the scheduled task syncs the file.
         if not self.local_log.closed:
-            self.partition_metadata.maybe_flush()
+            self.partition_metadata.maybe_flush(durable)
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -379,7 +381,7 @@ class Log:
         """Validate ``records`` (bytes-like; patched in place when writable), assign offsets
         from the LEO and append.  Raises ``log.errors.LogError`` subclasses."""
         if self.partition_metadata.dirty:
-            self._flush_partition_metadata()
+            self._flush_partition_metadata(durable=False)
         with self.lock:
             self.local_log.check_if_memory_mapped_buffer_closed()
             now = self.clock.milliseconds()
@@ -394,7 +396,7 @@ class Log:
     def append_as_follower(self, records) -> LogAppendInfo:
         """Append batches whose offsets are already assigned (replication, tests)."""
         if self.partition_metadata.dirty:
-            self._flush_partition_metadata()
+            self._flush_partition_metadata(durable=False)
         with self.lock:
             self.local_log.check_if_memory_mapped_buffer_closed()
             result = validate_and_assign_offsets(records, self.log_end_offset, self.clock.milliseconds(),

@@ -14,8 +14,9 @@ takes the log dir offline).  Kafka reads versions above 0 as version 0's layout;
 Writing follows ``record`` + ``maybe_flush``: ``record`` notes the id in memory (recording a
 different id than one still unwritten is ``InconsistentTopicIdError``), ``maybe_flush``
 writes ``partition.metadata.tmp``, fsyncs it and renames it over the file.  The owner calls
-``maybe_flush`` off the event loop (a scheduled task, before an append, at close); it costs
-one attribute check when nothing is pending.  Thread-safe.
+it from a scheduled task and at close; before an append it calls ``maybe_flush(durable=False)``
+(no fsync: the append may run on the event loop; the task fsyncs the file later).  Either
+costs one attribute check when nothing is pending.  Thread-safe.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class PartitionMetadataFile:
     def __init__(self, dir_: str) -> None:
         self.path = os.path.join(dir_, PARTITION_METADATA_FILE_NAME)
         self._lock = threading.Lock()
-        self._dirty: uuid.UUID | None = None
+        self._dirty: uuid.UUID | None = None   # recorded, not yet written
+        self._unsynced = False                  # written by maybe_flush(durable=False), not fsynced
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
@@ -108,27 +110,40 @@ class PartitionMetadataFile:
     def dirty(self) -> bool:
         return self._dirty is not None
 
-    def maybe_flush(self) -> None:
-        """Write the recorded id durably (temp file, fsync, rename), if one is pending."""
-        if self._dirty is None:
+    def maybe_flush(self, durable: bool = True) -> None:
+        """Write the recorded id, if one is pending: temp file, fsync, rename (Kafka's
+        maybeFlush).  ``durable=False`` (the append path, which may be the event loop) skips
+        the fsync and leaves it to the next durable call (the scheduled task, close): the
+        file is in place before any data, and an fsync never waits on the appender."""
+        if self._dirty is None and not (durable and self._unsynced):
             return
         with self._lock:
             topic_id = self._dirty
             if topic_id is None:
+                if durable and self._unsynced:
+                    fd = os.open(self.path, os.O_RDONLY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    self._unsynced = False
                 return
             tmp = self.path + ".tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 os.write(fd, encode_partition_metadata(topic_id))
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, self.path)
             self._dirty = None
+            self._unsynced = not durable
 
     def delete(self) -> None:
         with self._lock:
             self._dirty = None
+            self._unsynced = False
             try:
                 os.remove(self.path)
             except FileNotFoundError:

@@ -73,11 +73,21 @@ def test_a_log_writes_its_topic_id_on_the_scheduler_and_reads_it_back_when_reope
     assert again.topic_id == TID
 
 
-def test_the_first_append_writes_a_pending_topic_id_before_the_data(tmp_path):
+def test_the_first_append_writes_a_pending_topic_id_before_the_data_and_the_task_fsyncs_it(tmp_path, monkeypatch):
+    import log.partition_metadata_file as pmf
+
     lg = open_log(tmp_path)
     lg.assign_topic_id(TID)
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(pmf.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     lg.append_as_leader(batch())
     assert PartitionMetadataFile(lg.dir).read() == TID
+    assert synced == []          # the append path (maybe the event loop) never waits on an fsync
+    lg.scheduler.run_pending()   # flush-metadata-file
+    assert len(synced) == 1
+    lg.scheduler.run_pending()
+    assert len(synced) == 1      # nothing left to sync
 
 
 def test_a_log_refuses_a_topic_id_other_than_the_one_it_holds(tmp_path):
