@@ -167,10 +167,13 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     results = []
     queued: list[str] = []
     ready = await cluster.runner.wait_ready(max(req.timeout_ms, 0) / 1000)
-    by_id = {info.topic_id: name for name, info in cluster.cache.image.topics.items() if info.topic_id}
     for name, topic_id in wanted:
+        if name is not None and topic_id != ZERO_UUID:   # as on a single node (topics_admin.py)
+            results.append(R(name=name, topic_id=topic_id, error_code=ErrorCode.INVALID_REQUEST,
+                             error_message="You may not specify both topic name and topic id."))
+            continue
         if name is None:
-            name = by_id.get(topic_id)
+            name = cluster.cache.topic_name_for_id(topic_id)
             if name is None:
                 code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.INVALID_REQUEST
                 results.append(R(name=None, topic_id=topic_id, error_code=code, error_message=None))

@@ -24,7 +24,8 @@ from log.partition_metadata_file import (
     encode_partition_metadata,
 )
 from tests.cluster.cluster_processes import DEADLINE_S, Cluster, wait_until
-from wire.messages import MetadataRequest
+from wire.error_codes import ErrorCode
+from wire.messages import DeleteTopicsRequest, MetadataRequest
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -117,3 +118,20 @@ def test_a_replica_whose_log_holds_another_id_is_refused_with_inconsistent_topic
     wait_until(lambda: "LeaderAndIsr for clash-0 refused: Tried to assign topic ID" in b3.log_text(),
                "broker 3 to refuse clash-0")
     assert PartitionMetadataFile(str(path.parent)).read() == other
+
+
+def test_deletetopics_v6_deletes_by_id_through_the_controller(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("doomed", 1, 3)])["doomed"].result(DEADLINE_S)
+    tid = wait_until(lambda: znode_id(cluster, "doomed"), "the topic znode's id")
+    wait_until(lambda: metadata_ids(cluster, "doomed") == {tid}, "every broker's Metadata to answer the id")
+    D = DeleteTopicsRequest.DeleteTopicState
+    unknown = uuid.uuid4()
+    controller = cluster.brokers[cluster.controller()[0]]
+    resp = asyncio.run(send_once("127.0.0.1", controller.port, DeleteTopicsRequest(
+        topics=[D(name="doomed", topic_id=tid), D(name=None, topic_id=unknown), D(name=None, topic_id=tid)],
+        timeout_ms=60000), 6, "topic-ids-test"))
+    assert [(r.name, r.topic_id, r.error_code) for r in resp.responses] == [
+        ("doomed", tid, ErrorCode.INVALID_REQUEST), (None, unknown, ErrorCode.UNKNOWN_TOPIC_ID),
+        ("doomed", tid, ErrorCode.NONE)]
+    wait_until(lambda: not cluster.admin.exists(znodes.topic_path("doomed")), "the topic znode to go")
