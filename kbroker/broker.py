@@ -185,6 +185,8 @@ class Broker:
         if self._cleaner is not None:  # before the logs close under them
             self._cleaner.stop()
             self._cleaner = None
+        if self.state is not None:  # no partition opens on an executor thread under the shutdown
+            await self.state.creations.stop()
         state, self.state = self.state, None
         if state is not None:
             for conn in list(state.connections):

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -58,12 +59,19 @@ class TopicCreations:
         self._topics: dict[str, asyncio.Future[TopicInfo]] = {}        # new topics in flight
         self._growing: dict[str, tuple[int, asyncio.Future[None]]] = {}  # CreatePartitions: target count
         self._partitions: dict[TopicPartition, asyncio.Future[Partition]] = {}
+        self._batches: set[asyncio.Future[None]] = set()   # executor calls under way
+        self._stopping = threading.Event()   # shutdown: open nothing more
         self.before_batch: Callable[[list[TopicPartition]], None] | None = None
 
     # ------------------------------------------------------------ what is in flight
     def creating(self, name: str) -> bool:
         """A creation of topic ``name`` has started and its partitions are not all open."""
         return name in self._topics
+
+    @property
+    def stopping(self) -> bool:
+        """``stop`` has begun: nothing more opens."""
+        return self._stopping.is_set()
 
     def topics_in_flight(self) -> list[str]:
         return list(self._topics)
@@ -161,21 +169,30 @@ class TopicCreations:
         futures = {tp: loop.create_future() for tp in mine}
         self._partitions.update(futures)
         opened: dict[TopicPartition, Partition] = {}
+        batch: asyncio.Future[None] | None = None
         try:
             for start in range(0, len(mine), BATCH):
-                await loop.run_in_executor(None, self._open_batch, mine[start:start + BATCH], opened)
-        except BaseException as e:
+                batch = loop.run_in_executor(None, self._open_batch, mine[start:start + BATCH], opened)
+                self._batches.add(batch)
+                batch.add_done_callback(self._batches.discard)
+                await asyncio.shield(batch)   # a cancelled caller does not stop the thread
+        except Exception as e:
             for tp, fut in futures.items():
                 if tp not in opened and not fut.done():
                     fut.set_exception(e)
                     fut.exception()  # retrieved: the caller raises it
             raise
         finally:
-            # what did open is registered either way (its log is in the LogManager already)
-            state.partitions.update(opened)
-            for tp, p in opened.items():
-                if not futures[tp].done():
-                    futures[tp].set_result(p)
+            # what did open is registered either way (its log is in the LogManager already),
+            # unless a cancelled caller left a thread still filling ``opened`` (shutdown)
+            if batch is None or batch.done():
+                state.partitions.update(opened)
+                for tp, p in opened.items():
+                    if not futures[tp].done():
+                        futures[tp].set_result(p)
+            for fut in futures.values():
+                if not fut.done():   # cancelled (shutdown)
+                    fut.cancel()
             for tp in mine:
                 self._partitions.pop(tp, None)
         out.update(opened)
@@ -189,7 +206,16 @@ class TopicCreations:
         if self.before_batch is not None:
             self.before_batch(batch)
         for tp in batch:
+            if self._stopping.is_set():
+                raise RuntimeError("the broker is shutting down")
             opened[tp] = self.state.new_partition(*tp)
+
+    async def stop(self) -> None:
+        """Shutdown, before the logs close: no further partition opens, and the batch an
+        executor thread is in finishes (its logs are in the LogManager, closed with the rest)."""
+        self._stopping.set()
+        if self._batches:
+            await asyncio.wait(list(self._batches))
 
 
 def _loop_running() -> bool:

@@ -10,6 +10,7 @@ The creation is held open deterministically by the test hook ``creations.before_
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -36,9 +37,19 @@ from wire.messages import (
 )
 from wire.record_batch import build_batch
 
-from .test_embedded_broker import _call
+from .wire_client import WireClient
 
 DEADLINE_S = 60.0
+
+
+def _call(bootstrap: str, msg: Any, version: int, resp_cls: type) -> tuple[int, Any]:
+    """One request on a connection of its own, answered within 60 s (a creation of many
+    partitions on a busy machine takes more than a few seconds)."""
+    client = WireClient(bootstrap)
+    try:
+        return client.cid + 1, client.call(msg, version, resp_cls)
+    finally:
+        client.close()
 
 
 class Gate:
@@ -68,9 +79,18 @@ def gated_broker(tmp_path) -> Iterator[tuple[Any, Gate]]:
             gate.release.set()
 
 
-def in_thread(fn) -> tuple[threading.Thread, list[Any]]:
+def in_thread(fn, expect_error: bool = False) -> tuple[threading.Thread, list[Any]]:
+    """Run ``fn`` on a thread; its answer (or, ``expect_error``, its exception) lands in the list."""
     answers: list[Any] = []
-    t = threading.Thread(target=lambda: answers.append(fn()), daemon=True)
+
+    def run() -> None:
+        try:
+            answers.append(fn())
+        except Exception as e:
+            if not expect_error:
+                raise
+            answers.append(e)
+    t = threading.Thread(target=run, daemon=True)
     t.start()
     return t, answers
 
@@ -223,3 +243,30 @@ def test_find_coordinator_answers_once_consumer_offsets_is_open_and_the_loop_ans
     code = found[0].error_code if version < 4 else found[0].coordinators[0].error_code
     assert code == ErrorCode.NONE
     assert offsets.error_code == ErrorCode.NONE and len(offsets.partitions) == 5
+
+
+def test_a_broker_stopped_during_a_creation_opens_no_more_partitions_and_starts_again_without_them(tmp_path):
+    b = Broker.start({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)})
+    gate = Gate()
+    try:
+        bootstrap = b.bootstrap_servers
+        assert create(bootstrap, "kept", 2).topics[0].error_code == ErrorCode.NONE
+        creations = b.broker.state.creations
+        creations.before_batch = gate
+        creator, _ = in_thread(lambda: create(bootstrap, "cut", 500), expect_error=True)
+        assert gate.entered.wait(DEADLINE_S)
+        stopper, stopped = in_thread(lambda: b.stop() or True)
+        # the stop waits for the batch the executor thread is in, then opens nothing more
+        deadline = time.monotonic() + DEADLINE_S
+        while not creations.stopping and time.monotonic() < deadline:
+            time.sleep(0.01)
+        gate.release.set()
+        stopper.join(DEADLINE_S)
+    finally:
+        gate.release.set()
+        b.stop()
+    assert stopped == [True]
+    assert not any(name.startswith("cut-") for name in os.listdir(tmp_path))
+    with Broker.start({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)}) as again:
+        assert metadata(again.bootstrap_servers, "kept").error_code == ErrorCode.NONE
+        assert metadata(again.bootstrap_servers, "cut").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
