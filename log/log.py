@@ -48,7 +48,6 @@ commit, all on the log owner's thread.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
@@ -525,7 +524,9 @@ class Log:
                 bound = self.high_watermark_metadata
         info = self.local_log.read(start_offset, max_length, min_one_message, bound)
         if isolation is FetchIsolation.TXN_COMMITTED:
-            info = dataclasses.replace(info, aborted_transactions=self._aborted_transactions_for(start_offset, info))
+            # built directly: dataclasses.replace costs more than the rest of a small read
+            info = FetchDataInfo(info.fetch_offset_metadata, info.records, info.first_entry_incomplete,
+                                 self._aborted_transactions_for(start_offset, info), info.next_batch)
         return info
 
     def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:

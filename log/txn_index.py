@@ -71,11 +71,16 @@ class TransactionIndex:
     # -- contents
     def _load(self) -> list[AbortedTxn]:
         if self._entries is None:
-            try:
-                with open(self.path, "rb") as f:
-                    buf = f.read()
-            except FileNotFoundError:
-                buf = b""
+            buf = b""
+            # most segments never had a transaction aborted, so have no file: a stat costs a
+            # third of a failed open() and its exception (the first read_committed fetch of
+            # each partition asks)
+            if os.path.exists(self.path):
+                try:
+                    with open(self.path, "rb") as f:
+                        buf = f.read()
+                except FileNotFoundError:
+                    pass
             whole = len(buf) - len(buf) % ABORTED_TXN_SIZE
             self._entries = [AbortedTxn.from_bytes(buf, p) for p in range(0, whole, ABORTED_TXN_SIZE)]
             self._last_offset = self._entries[-1].last_offset if self._entries else None

@@ -93,6 +93,13 @@ PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
 # Kafka's broker config fetch.max.bytes (default 55 MiB): the cap on a request's max_bytes.
 FETCH_MAX_BYTES = 57_671_680
+# The tagged fields' defaults (no diverging epoch, no leader hint, no snapshot), one shared
+# instance each: PartitionData would otherwise build three objects per partition of every
+# answer (a wide fetch answers every named partition, most with no data).  Never mutated:
+# an answer that carries one of these fields gets an object of its own.
+_NO_DIVERGING_EPOCH = FetchResponse.EpochEndOffset()
+_NO_CURRENT_LEADER = FetchResponse.LeaderIdAndEpoch()
+_NO_SNAPSHOT_ID = FetchResponse.SnapshotId()
 
 
 def _budget(req: FetchRequest) -> int:
@@ -163,14 +170,16 @@ def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, versi
         pd.last_stable_offset = partition.last_stable_offset
         pd.log_start_offset = partition.log_start_offset
         return pd
+    aborted = result.aborted_transactions
+    if aborted:
+        aborted = [FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+                   for t in aborted]
+    elif aborted is not None:
+        aborted = []   # a list of its own per answer (read_committed, nothing aborted)
     return PartitionData(
-        partition_index=fp.partition, error_code=ErrorCode.NONE,
-        high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
-        log_start_offset=result.log_start_offset,
-        aborted_transactions=None if result.aborted_transactions is None else [
-            FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
-            for t in result.aborted_transactions],
-        preferred_read_replica=-1, records=result.records if limit >= 0 else b"")
+        fp.partition, ErrorCode.NONE, result.high_watermark, result.last_stable_offset, result.log_start_offset,
+        _NO_DIVERGING_EPOCH, _NO_CURRENT_LEADER, _NO_SNAPSHOT_ID, aborted, -1,
+        result.records if limit >= 0 else b"")
 
 
 def _read_replica_partition(partition: Partition, fp: FetchRequest.FetchPartition, version: int, limit: int,
@@ -255,7 +264,7 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
                 parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
-            if by_id and partition.log.topic_id not in (None, topic.topic_id):
+            if by_id and (log_id := partition.log.topic_id) is not None and log_id != topic.topic_id:
                 parts.append(_partition_error(fp.partition, ErrorCode.INCONSISTENT_TOPIC_ID))
                 errors = True
                 continue
