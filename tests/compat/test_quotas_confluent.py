@@ -4,9 +4,12 @@ reaches the client as throttle_time_ms (librdkafka's throttle callback).
 
 Kafka's Rate lets a client burst up to (quota.window.num - 1) windows of quota at first and
 again whenever old samples expire, so the rate is measured over the whole run of several such
-periods and asserted within a wide band: nothing here depends on how fast the machine is,
-only on the broker's accounting (the slow client must have been throttled, which proves it
-had more to send than its quota).
+periods and asserted to stay below 1.6x the quota: nothing here depends on how fast the
+machine is, only on the broker's accounting (the slow client must have been throttled, which
+proves it had more to send than its quota).  There is no lower bound here: a busy machine
+leaves the client below its quota on its own (0.4 MiB/s seen at load 6); that the accounting
+does not hold a client below its quota is checked on a simulated clock
+(tests/kbroker/test_authorizer_quotas.py).
 """
 
 from __future__ import annotations
@@ -79,9 +82,9 @@ def test_a_1mb_per_second_client_quota_holds_that_client_and_leaves_another_unth
 
     rate = slow_bytes[0] / slow_bytes[1]
     elapsed = slow_bytes[1]
-    print(f"slow client {rate / QUOTA:.2f} MiB/s over {elapsed:.1f} s, throttles up to {max(slow_throttles or [0]):.3f} s (librdkafka reports seconds); "
+    print(f"slow client {rate / QUOTA:.2f} MiB/s over {elapsed:.1f} s, {len(slow_throttles)} throttles up to {max(slow_throttles or [0]):.3f} s, {sum(slow_throttles):.1f} s in all (librdkafka reports seconds); "
           f"fast client {fast_bytes[0] / fast_bytes[1] / QUOTA:.2f} MiB/s")
     assert slow_throttles and max(slow_throttles) > 0, "the quota never throttled the slow client"
-    assert 0.5 * QUOTA <= rate <= 1.6 * QUOTA, f"slow client: {rate / QUOTA:.2f} MiB/s over {elapsed:.1f} s"
+    assert rate <= 1.6 * QUOTA, f"slow client: {rate / QUOTA:.2f} MiB/s over {elapsed:.1f} s"
     assert fast_throttles == [], "the client without a quota was throttled"
     assert fast_bytes[0] > 0

@@ -246,3 +246,23 @@ def test_apply_quotas_counts_produce_and_consumer_fetch_record_bytes_and_exempts
     again = F(throttle_time_ms=0, responses=fetched.responses)
     assert apply_quotas(ctx_for(1), follower, again, 0.5) == 0 == again.throttle_time_ms
     q.close()
+
+
+def test_a_client_that_always_has_more_to_send_is_held_near_its_quota_not_below(tmp_path):
+    """The model of the compat test's slow client, on a simulated clock: 64 kB requests sent as
+    soon as the last throttle ends (the broker mutes the channel and librdkafka waits that
+    long).  Over two minutes the rate is the quota plus the first window's burst, never far
+    below it: the broker's accounting does not over-throttle (the compat test cannot check
+    that bound on a busy machine, where the client itself may be slow)."""
+    clock = Clock()
+    q = QuotaManager(str(tmp_path), clock=clock)
+    bound = 1_048_576.0
+    q.set((None, "slow"), {PRODUCE: bound}).result(60)
+    start, sent = clock.now, 0
+    while clock.now - start < 120.0:
+        sent += 65_536
+        throttle_ms = q.record(PRODUCE, "u", "slow", 65_536)
+        clock.now += max(throttle_ms / 1000.0, 0.001)   # 1 ms to send when not throttled
+    rate = sent / (clock.now - start)
+    assert 0.95 * bound <= rate <= 1.15 * bound, rate / bound
+    q.close()
