@@ -76,6 +76,11 @@ class TopicCreations:
     def topics_in_flight(self) -> list[str]:
         return list(self._topics)
 
+    def in_flight(self, name: str) -> asyncio.Future | None:
+        """The creation or CreatePartitions of ``name`` under way, if any."""
+        growing = self._growing.get(name)
+        return self._topics.get(name) or (growing[1] if growing is not None else None)
+
     def growing_to(self, name: str) -> int | None:
         """The partition count an unfinished CreatePartitions of ``name`` grows it to."""
         growing = self._growing.get(name)

@@ -33,6 +33,7 @@ AdminZkClient does.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable
 from typing import Any
 
@@ -253,6 +254,17 @@ def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
         wanted = [(n, ZERO_UUID) for n in req.topic_names]
+    # a topic still being created or grown is deleted once its partitions are open (Kafka
+    # has it from the moment its records are written): else its late partitions would
+    # outlive the deletion
+    pending = [task for name, _ in wanted if name is not None
+               and (task := state.creations.in_flight(name)) is not None]
+    if pending:
+        async def delete_when_created() -> DeleteTopicsResponse:
+            await asyncio.wait(pending)
+            answer = handle_delete_topics(ctx, req)
+            return await answer if inspect.isawaitable(answer) else answer
+        return delete_when_created()
     results = []
     R = DeleteTopicsResponse.DeletableTopicResult
     for name, topic_id in wanted:

@@ -28,6 +28,8 @@ from wire.messages import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     MetadataRequest,
@@ -270,3 +272,29 @@ def test_a_broker_stopped_during_a_creation_opens_no_more_partitions_and_starts_
     with Broker.start({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)}) as again:
         assert metadata(again.bootstrap_servers, "kept").error_code == ErrorCode.NONE
         assert metadata(again.bootstrap_servers, "cut").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_delete_topics_during_the_creation_deletes_the_topic_once_its_partitions_are_open(tmp_path):
+    with gated_broker(tmp_path) as (b, gate):
+        bootstrap = b.bootstrap_servers
+        creations = b.broker.state.creations
+        creations.before_batch = gate
+        asked = threading.Event()   # the DeleteTopics handler has looked for the creation
+        in_flight = creations.in_flight
+        creations.in_flight = lambda name: (asked.set(), in_flight(name))[1]
+        creator, created = in_thread(lambda: create(bootstrap, "brief", 150))
+        assert gate.entered.wait(DEADLINE_S)
+        deleter, deleted = in_thread(lambda: _call(bootstrap, DeleteTopicsRequest(topic_names=["brief"], timeout_ms=60_000),
+                                                   4, DeleteTopicsResponse)[1])
+        assert asked.wait(DEADLINE_S)
+        answered_while_held = not created and not deleted
+        gate.release.set()
+        creator.join(DEADLINE_S)
+        deleter.join(DEADLINE_S)
+        after = metadata(bootstrap, "brief")
+        live_dirs = [n for n in os.listdir(tmp_path) if n.startswith("brief-") and not n.endswith("-delete")]
+
+    assert answered_while_held
+    assert created[0].topics[0].error_code == ErrorCode.NONE
+    assert [(r.name, r.error_code) for r in deleted[0].responses] == [("brief", ErrorCode.NONE)]
+    assert after.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and live_dirs == []
