@@ -115,8 +115,11 @@ class TopicCreations:
 
     def _finished(self, name: str, task: asyncio.Future[TopicInfo]) -> None:
         self._topics.pop(name, None)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("creating topic %s failed", name, exc_info=task.exception())
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None and self.stopping:
+            log.info("creating topic %s stopped by the shutdown", name)
+        elif failure is not None:
+            log.error("creating topic %s failed", name, exc_info=failure)
 
     async def ensure_topic(self, name: str, count: int, configs: dict[str, str] | None = None) -> None:
         """The topic exists when this returns: created now if missing, or the creation
@@ -140,8 +143,9 @@ class TopicCreations:
         def finished(t: asyncio.Future[None]) -> None:
             if self._growing.get(name, (0, None))[1] is t:
                 del self._growing[name]
-            if not t.cancelled() and t.exception() is not None:
-                log.error("adding partitions to %s failed", name, exc_info=t.exception())
+            failure = None if t.cancelled() else t.exception()
+            if failure is not None and not self.stopping:
+                log.error("adding partitions to %s failed", name, exc_info=failure)
         task.add_done_callback(finished)
         return task
 
