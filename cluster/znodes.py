@@ -32,7 +32,6 @@ Formats written (the version Kafka 3.9 writes; decoders accept the older ones to
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import uuid
@@ -44,6 +43,7 @@ from cluster.jvm_order import (
     scala_immutable_map_order,
     scala_mutable_hashmap_order,
 )
+from wire.uuids import uuid_from_string, uuid_to_string
 
 __all__ = [
     "ProducerIdBlock",
@@ -219,19 +219,16 @@ def _int_list(v: object, what: str) -> list[int]:
 
 
 def kafka_uuid_encode(u: uuid.UUID) -> str:
-    """``org.apache.kafka.common.Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(u.bytes).decode("ascii").rstrip("=")
+    """``org.apache.kafka.common.Uuid.toString`` (wire/uuids.py)."""
+    return uuid_to_string(u)
 
 
 def kafka_uuid_decode(s: str) -> uuid.UUID:
-    """``Uuid.fromString``: the inverse of :func:`kafka_uuid_encode`."""
+    """``Uuid.fromString`` (wire/uuids.py), failing as a znode format error."""
     try:
-        raw = base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
-    except (ValueError, TypeError) as e:
-        raise ZnodeFormatError(f"not a Kafka Uuid: {s!r}") from e
-    if len(raw) != 16:
-        raise ZnodeFormatError(f"not a Kafka Uuid (16 bytes): {s!r}")
-    return uuid.UUID(bytes=raw)
+        return uuid_from_string(s)
+    except ValueError as e:
+        raise ZnodeFormatError(f"not a Kafka Uuid: {s!r} ({e})") from e
 
 
 # -- /controller, /controller_epoch ---------------------------------------------------------
