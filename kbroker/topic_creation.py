@@ -25,6 +25,9 @@ Invariants:
   builds a ``Partition`` from ``LogManager.get_or_create_log`` (thread-safe: its map has a
   lock, ``Scheduler`` queues under a lock) and returns it.
 
+At shutdown (``stop``, before the logs close) the creations under way finish and no new
+one starts, so a topic never comes back from a restart with part of its partitions.
+
 ``before_batch`` is a hook for tests: called on the executor thread before each batch
 (e.g. to hold a creation open until the test has seen other requests answered).
 """
@@ -59,8 +62,8 @@ class TopicCreations:
         self._topics: dict[str, asyncio.Future[TopicInfo]] = {}        # new topics in flight
         self._growing: dict[str, tuple[int, asyncio.Future[None]]] = {}  # CreatePartitions: target count
         self._partitions: dict[TopicPartition, asyncio.Future[Partition]] = {}
-        self._batches: set[asyncio.Future[None]] = set()   # executor calls under way
-        self._stopping = threading.Event()   # shutdown: open nothing more
+        self._opening: set[asyncio.Future[None]] = set()   # open_partitions calls under way
+        self._stopping = threading.Event()   # shutdown: start nothing more
         self.before_batch: Callable[[list[TopicPartition]], None] | None = None
 
     # ------------------------------------------------------------ what is in flight
@@ -70,7 +73,7 @@ class TopicCreations:
 
     @property
     def stopping(self) -> bool:
-        """``stop`` has begun: nothing more opens."""
+        """``stop`` has begun: no new opening starts."""
         return self._stopping.is_set()
 
     def topics_in_flight(self) -> list[str]:
@@ -162,8 +165,20 @@ class TopicCreations:
         registered in ``BrokerState.partitions`` all at once when every one is open.  A
         partition already open is returned as it is; one another caller is opening is
         waited for."""
-        state = self.state
+        if self.stopping:
+            raise RuntimeError("the broker is shutting down")
         loop = asyncio.get_running_loop()
+        opening = loop.create_future()
+        self._opening.add(opening)
+        try:
+            return await self._open_partitions(loop, tps)
+        finally:
+            self._opening.discard(opening)
+            opening.set_result(None)
+
+    async def _open_partitions(self, loop: asyncio.AbstractEventLoop, tps: Iterable[TopicPartition]
+                               ) -> dict[TopicPartition, Partition]:
+        state = self.state
         out: dict[TopicPartition, Partition] = {}
         waits: dict[TopicPartition, asyncio.Future[Partition]] = {}
         mine: list[TopicPartition] = []
@@ -182,8 +197,6 @@ class TopicCreations:
         try:
             for start in range(0, len(mine), BATCH):
                 batch = loop.run_in_executor(None, self._open_batch, mine[start:start + BATCH], opened)
-                self._batches.add(batch)
-                batch.add_done_callback(self._batches.discard)
                 await asyncio.shield(batch)   # a cancelled caller does not stop the thread
         except Exception as e:
             for tp, fut in futures.items():
@@ -215,16 +228,16 @@ class TopicCreations:
         if self.before_batch is not None:
             self.before_batch(batch)
         for tp in batch:
-            if self._stopping.is_set():
-                raise RuntimeError("the broker is shutting down")
             opened[tp] = self.state.new_partition(*tp)
 
     async def stop(self) -> None:
-        """Shutdown, before the logs close: no further partition opens, and the batch an
-        executor thread is in finishes (its logs are in the LogManager, closed with the rest)."""
+        """Shutdown, before the logs close: the creations under way finish (a topic cut
+        half-way would come back at restart with the partitions that happened to be open;
+        Kafka's would come back whole from its metadata), none starts any more."""
         self._stopping.set()
-        if self._batches:
-            await asyncio.wait(list(self._batches))
+        while pending := [f for f in (*self._opening, *self._topics.values(),
+                                      *(task for _, task in self._growing.values())) if not f.done()]:
+            await asyncio.wait(pending)
 
 
 def _loop_running() -> bool:

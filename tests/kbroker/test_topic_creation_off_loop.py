@@ -247,7 +247,7 @@ def test_find_coordinator_answers_once_consumer_offsets_is_open_and_the_loop_ans
     assert offsets.error_code == ErrorCode.NONE and len(offsets.partitions) == 5
 
 
-def test_a_broker_stopped_during_a_creation_opens_no_more_partitions_and_starts_again_without_them(tmp_path):
+def test_a_broker_stopped_during_a_creation_finishes_it_first_and_starts_again_with_every_partition(tmp_path):
     b = Broker.start({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)})
     gate = Gate()
     try:
@@ -258,7 +258,7 @@ def test_a_broker_stopped_during_a_creation_opens_no_more_partitions_and_starts_
         creator, _ = in_thread(lambda: create(bootstrap, "cut", 500), expect_error=True)
         assert gate.entered.wait(DEADLINE_S)
         stopper, stopped = in_thread(lambda: b.stop() or True)
-        # the stop waits for the batch the executor thread is in, then opens nothing more
+        # the stop waits for the whole creation (not for the client to be answered)
         deadline = time.monotonic() + DEADLINE_S
         while not creations.stopping and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -267,11 +267,15 @@ def test_a_broker_stopped_during_a_creation_opens_no_more_partitions_and_starts_
     finally:
         gate.release.set()
         b.stop()
+        creator.join(DEADLINE_S)
     assert stopped == [True]
-    assert not any(name.startswith("cut-") for name in os.listdir(tmp_path))
+    assert sum(name.startswith("cut-") for name in os.listdir(tmp_path)) == 500
     with Broker.start({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)}) as again:
-        assert metadata(again.bootstrap_servers, "kept").error_code == ErrorCode.NONE
-        assert metadata(again.bootstrap_servers, "cut").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        kept, cut = metadata(again.bootstrap_servers, "kept"), metadata(again.bootstrap_servers, "cut")
+        late = create(again.bootstrap_servers, "late", 1).topics[0]
+    assert kept.error_code == ErrorCode.NONE and len(kept.partitions) == 2
+    assert cut.error_code == ErrorCode.NONE and len(cut.partitions) == 500
+    assert late.error_code == ErrorCode.NONE
 
 
 def test_a_delete_topics_during_the_creation_deletes_the_topic_once_its_partitions_are_open(tmp_path):
