@@ -40,6 +40,13 @@ def cluster(zookeeper, tmp_path_factory):
         f.result(60)
     wait_until(lambda: len(isr(c)) == 3, "the ISR of rep-0 to hold all three brokers")
     yield c
+    # the module's producer goes with its cluster: kept, it would print connection errors to
+    # the end of the pytest run (after pytest's summary, where CI's tail shows them)
+    p = _producers.pop(id(c), None)
+    if p is not None:
+        p.purge()
+        p.flush(0)
+        del p
     c.stop()
 
 
