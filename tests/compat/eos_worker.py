@@ -52,8 +52,14 @@ def main() -> int:
             committed = consumer.committed(tps, TIMEOUT_S)
             done = {tp.partition: max(tp.offset, 0) for tp in committed}  # committed offsets
             consumer.assign([TopicPartition(src, p, o) for p, o in done.items()])
+            reported: set[str] = set()
             while not stopping:
-                msgs = [m for m in consumer.consume(BATCH, 0.5) if m.error() is None]
+                batch = consumer.consume(BATCH, 0.5)
+                for m in batch:   # said once per error and client: what a stalled run saw
+                    if m.error() is not None and str(m.error()) not in reported:
+                        reported.add(str(m.error()))
+                        print(f"consume-error {m.topic()} [{m.partition()}] {m.error()}", flush=True)
+                msgs = [m for m in batch if m.error() is None]
                 if not msgs:
                     continue
                 producer.begin_transaction()
