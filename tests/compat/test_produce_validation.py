@@ -23,7 +23,6 @@ DefaultRecord, ReplicaManager.appendToLocalLog):
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
 
@@ -32,8 +31,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.compat.broker_process import BrokerProcess
+from tests.kbroker.wire_client import WireClient
 from wire.compression import compress, decompress
-from wire.headers import decode_response, encode_request
 from wire.messages import (
     FetchRequest,
     FetchResponse,
@@ -48,31 +47,11 @@ INVALID_TIMESTAMP, INVALID_RECORD = 32, 87
 LATEST, MAX_TIMESTAMP = -1, -3
 
 
-class Raw:
+class Raw(WireClient):
     """One plain TCP connection speaking framed Kafka requests, one at a time."""
 
     def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.correlation_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def _read(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            assert chunk, "the broker closed the connection"
-            out += chunk
-        return out
-
-    def call(self, msg, version: int, response_type):
-        self.correlation_id += 1
-        self.sock.sendall(encode_request(msg, version, self.correlation_id, "produce-validation-test"))
-        (size,) = struct.unpack(">i", self._read(4))
-        corr, resp = decode_response(response_type, self._read(size), version)
-        assert corr == self.correlation_id
-        return resp
+        super().__init__(f"127.0.0.1:{port}", "produce-validation-test")
 
     def produce(self, topic: str, records: bytes):
         req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=30_000, topic_data=[
