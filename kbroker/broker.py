@@ -19,7 +19,9 @@ background thread (retention, flushes, checkpoints) and the log cleaner (cleaner
 a thread per cleaner, each with a worker process), and log
 ``started (kbroker id=N) listening on HOST:PORT``.  Shutdown: stop accepting, stop the
 background and cleaner threads (cleanings under way are cancelled), close connections, then
-flush, write checkpoints and the clean-shutdown marker.
+flush, write checkpoints and the clean-shutdown marker.  The log work runs off the event loop
+(kbroker/log_shutdown.py): every log is fsynced once while the listeners still answer, then
+closed in batches on a few threads after they close; the marker is written last.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import logging
 import threading
 from typing import Any
 
+from kbroker import log_shutdown
 from kbroker.background import BackgroundWorker
 from kbroker.broker_state import BrokerState
 from kbroker.cleaner_processes import CleanerProcesses
@@ -174,16 +177,20 @@ class Broker:
             self._ticker = None
         if self.state is not None:
             await self.state.txns.stop()  # the marker sender's task
+            if self._servers:   # fsync every log while still answering (log_shutdown.py)
+                await log_shutdown.flush_all(self.state)
         for server in self._servers:
             server.close()
             await server.wait_closed()
         self._servers.clear()
         self._server = None
+        loop = asyncio.get_running_loop()
+        # joins (a pass or a cleaning under way ends first): off the loop
         if self._background is not None:
-            self._background.stop()
+            await loop.run_in_executor(None, self._background.stop)
             self._background = None
         if self._cleaner is not None:  # before the logs close under them
-            self._cleaner.stop()
+            await loop.run_in_executor(None, self._cleaner.stop)
             self._cleaner = None
         if self.state is not None:  # no partition opens on an executor thread under the shutdown
             await self.state.creations.stop()
@@ -192,7 +199,7 @@ class Broker:
             for conn in list(state.connections):
                 if conn.transport is not None:
                     conn.transport.abort()
-            state.shutdown()
+            await log_shutdown.close_all(state)   # off the loop; the marker last
             log.info("shut down (kbroker id=%d) cleanly", self.config.node_id)
 
     async def __aenter__(self) -> Broker:

@@ -262,7 +262,13 @@ class BrokerState:
         self.scheduler.run_pending()
 
     def shutdown(self) -> None:
+        """All of it on the calling thread; the broker does the same off its event loop
+        (kbroker/log_shutdown.py)."""
         self.log_manager.shutdown()
+        self.close_stores()
+
+    def close_stores(self) -> None:
+        """After the logs: the config, id and credential stores."""
         # the config files and the producer-id block are written on threads of their own:
         # finish what is queued so a change made just before the stop is in the file
         self.topic_configs.close()

@@ -401,15 +401,45 @@ class LogManager:
 
     # ------------------------------------------------------------------ shutdown
     def shutdown(self, broker_epoch: int = -1, deletions_timeout_s: float = 60.0) -> None:
+        """The whole shutdown on the calling thread (Kafka's LogManager.shutdown): the broker
+        runs the same three steps itself, off its event loop and a batch of logs at a time
+        (kbroker/log_shutdown.py)."""
+        self.begin_shutdown(deletions_timeout_s)
+        self.close_logs(self.all_logs())
+        self.finish_shutdown(broker_epoch)
+
+    def begin_shutdown(self, deletions_timeout_s: float = 60.0) -> None:
+        """Shutdown step 1: no periodic task runs any more, the deletions under way end, the
+        cleaner stops."""
         for task in self._tasks:
             task.cancel()
         with self._logs_lock:  # a deletion finishing on another thread: let it end first
             self._logs_lock.wait_for(lambda: not self._deleting, deletions_timeout_s)
         if self.cleaner is not None:
             self.cleaner.shutdown()
-        for _, log in self.snapshot():
+
+    @staticmethod
+    def flush_logs(logs: list[Log]) -> None:
+        """fsync ``logs`` whole (active segment included) and move their recovery points:
+        the broker does this while it still answers, so that ``close_logs`` after the
+        listeners close has little left to sync.  Thread-safe (Log.flush)."""
+        for log in logs:
+            log.flush(force_flush_active_segment=True)
+
+    @staticmethod
+    def close_logs(logs: list[Log]) -> None:
+        """Shutdown step 2, for any subset of the logs (the broker closes batches on a few
+        threads, as Kafka's ``log-closing`` pool of num.recovery.threads.per.data.dir does):
+        flush each whole, then close it (producer snapshot at the LEO, leader epoch file,
+        index trim).  Nothing may append to them any more."""
+        for log in logs:
             log.flush(force_flush_active_segment=True)
             log.close()
+
+    def finish_shutdown(self, broker_epoch: int = -1) -> None:
+        """Shutdown step 3, once every log is closed (``close_logs``): the checkpoints, then
+        the clean-shutdown marker, which vouches for all of it; then the dir locks go.  Not
+        reached (an exception) when a close failed: the next start recovers."""
         self.checkpoint_log_recovery_offsets()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
