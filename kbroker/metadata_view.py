@@ -12,14 +12,33 @@ topics, partitions and brokers, the same interface over both modes of the broker
 The handlers turn these values into each API's answer (which errors a partition gets,
 which replicas v0 filters); a view holds no protocol rules.  A view is read within one
 request on the event loop, so it reflects one state of the cache.
+
+Answers are cached per topic (issue 15: a Metadata of 10,000 partitions cost ~130 ms of
+CPU to build, every time a consumer started or refreshed): ``topic()`` and the handlers'
+``cached``/``remember`` keep, per topic, what was built together with the *stamp* of what
+it was built from, and a cached value is used only while the stamp is the same:
+
+* single node: the topic's ``TopicInfo`` object (a topic created again is a new one),
+  its partition count (CreatePartitions grows it in place), its topic id, and every
+  partition being open (a partition's leader epoch is fixed while its ``Partition`` lives:
+  only cluster mode's LeaderAndIsr moves it);
+* cluster: the cache's ``TopicInfo`` object for the topic (``MetadataCache`` replaces it on
+  every UpdateMetadata that touches the topic: leader, ISR, epoch, replicas, partition
+  count, topic id, deletion) and the set of live brokers (a leader or replica whose broker
+  is gone answers -1 / offline).
+
+Objects are compared with ``is`` and kept alive by the cache, so an id cannot be reused.
+Nothing per request (authorization, authorized operations, the broker list) is cached.
+Cached values are shared between answers: never mutate them.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+import weakref
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kbroker.topic_names import is_internal
 from wire.messages import ZERO_UUID
@@ -28,7 +47,7 @@ if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
     from kbroker.cluster_runtime import ClusterRuntime
 
-__all__ = ["BrokerView", "ClusterView", "MetadataView", "PartitionView", "SingleNodeView",
+__all__ = ["AnswerCache", "BrokerView", "ClusterView", "MetadataView", "PartitionView", "SingleNodeView",
            "TopicView", "metadata_view"]
 
 NO_LEADER = -1
@@ -79,10 +98,94 @@ class MetadataView(Protocol):
         request came on; default the first listener)."""
         ...
 
+    def cached(self, name: str, kind: Hashable) -> Any:
+        """The value ``remember``ed for topic ``name`` under ``kind`` (e.g. an API and
+        version family) if the topic has not changed since; else None."""
+        ...
 
-class SingleNodeView:
+    def remember(self, name: str, kind: Hashable, value: Any) -> None:
+        """Keep ``value``, built from this view's current state of topic ``name``."""
+        ...
+
+
+class _Stamp:
+    """What a topic's cached values were built from: ``source`` compared with ``is``,
+    ``facts`` with ``==`` (see the module's docstring)."""
+    __slots__ = ("source", "facts")
+
+    def __init__(self, source: object, facts: tuple[Any, ...]) -> None:
+        self.source = source
+        self.facts = facts
+
+    def same(self, other: _Stamp) -> bool:
+        return self.source is other.source and self.facts == other.facts
+
+
+class AnswerCache:
+    """Per (topic, kind): (stamp, value).  Entries of topics that are gone are dropped when
+    asked for, and all of them once the cache holds far more topics than exist (a topic
+    deleted and never asked for again)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, Hashable], tuple[_Stamp, Any]] = {}
+
+    def get(self, name: str, kind: Hashable, stamp: _Stamp | None) -> Any:
+        entry = self._entries.get((name, kind))
+        if entry is None:
+            return None
+        if stamp is None or not entry[0].same(stamp):
+            del self._entries[(name, kind)]
+            return None
+        return entry[1]
+
+    def put(self, name: str, kind: Hashable, stamp: _Stamp | None, value: Any, topic_count: int) -> None:
+        if stamp is None:
+            return
+        if len(self._entries) > 4 * topic_count + 64:
+            self._entries.clear()
+        self._entries[(name, kind)] = (stamp, value)
+
+
+# one cache per BrokerState (single node) or MetadataCache (cluster), dropped with it;
+# objects that take no weak reference (tests' stand-ins) get no cache
+_caches: weakref.WeakKeyDictionary[object, AnswerCache] = weakref.WeakKeyDictionary()
+
+
+def _cache_of(source: object) -> AnswerCache | None:
+    try:
+        cache = _caches.get(source)
+        if cache is None:
+            cache = _caches[source] = AnswerCache()
+    except TypeError:
+        return None
+    return cache
+
+
+class _Cached:
+    """``cached``/``remember`` over a view's ``_stamp`` and its source's cache."""
+    _answers: AnswerCache | None
+
+    def _stamp(self, name: str) -> _Stamp | None:
+        raise NotImplementedError
+
+    def _topic_count(self) -> int:
+        raise NotImplementedError
+
+    def cached(self, name: str, kind: Hashable) -> Any:
+        if self._answers is None:
+            return None
+        return self._answers.get(name, kind, self._stamp(name))
+
+    def remember(self, name: str, kind: Hashable, value: Any) -> None:
+        if self._answers is not None:
+            self._answers.put(name, kind, self._stamp(name), value, self._topic_count())
+
+
+class SingleNodeView(_Cached):
     def __init__(self, state: BrokerState) -> None:
         self._state = state
+        self._answers = _cache_of(state)
+        self._incomplete: set[str] = set()   # topics with a partition not open (yet)
 
     @property
     def controller_id(self) -> int:
@@ -99,14 +202,31 @@ class SingleNodeView:
         info = state.topics.get(name)
         if info is None:
             return None
+        cached = self.cached(name, TopicView)
+        if cached is not None:
+            return cached
         node = state.node_id
         parts = []
         for index in range(info.partitions):
             partition = state.partition(name, index)
+            if partition is None:
+                self._incomplete.add(name)
             # the partition's persisted leader epoch (its leader-epoch-checkpoint)
             epoch = partition.leader_epoch if partition is not None else state.leader_epoch
             parts.append(PartitionView(index, node, epoch, [node], [node], []))
-        return TopicView(name, state.topic_ids.id_of(name) or ZERO_UUID, info.internal, parts)
+        view = TopicView(name, state.topic_ids.id_of(name) or ZERO_UUID, info.internal, parts)
+        self.remember(name, TopicView, view)
+        return view
+
+    def _stamp(self, name: str) -> _Stamp | None:
+        state = self._state
+        info = state.topics.get(name)
+        if info is None or name in self._incomplete:
+            return None
+        return _Stamp(info, (info.partitions, state.topic_ids.id_of(name), info.internal, state.node_id))
+
+    def _topic_count(self) -> int:
+        return len(self._state.topics)
 
     def is_live(self, broker_id: int) -> bool:
         return broker_id == self._state.node_id
@@ -118,11 +238,13 @@ class SingleNodeView:
         return [BrokerView(state.node_id, host, port, state.config["broker.rack"])]
 
 
-class ClusterView:
+class ClusterView(_Cached):
     def __init__(self, state: BrokerState, cluster: ClusterRuntime) -> None:
         self._listener = state.config.listeners[0].name
         self._cluster = cluster
         self._image = cluster.cache.image
+        self._live = frozenset(self._image.brokers)
+        self._answers = _cache_of(cluster.cache)
 
     @property
     def controller_id(self) -> int:
@@ -137,18 +259,32 @@ class ClusterView:
         return name in self._image.topics
 
     def topic(self, name: str) -> TopicView | None:
-        image = self._image
-        info = image.topics.get(name)
+        info = self._image.topics.get(name)
         if info is None:
             return None
+        cached = self.cached(name, TopicView)
+        if cached is not None:
+            return cached
+        live = self._live
         parts = []
         for index, p in sorted(info.partitions.items()):
             state = p.state
+            # MetadataImage.leader / offline_replicas, over the live set taken once
+            leader = state.leader if state is not None and state.leader in live else NO_LEADER
             parts.append(PartitionView(
-                index, image.leader(name, index), state.leader_epoch if state is not None else -1,
+                index, leader, state.leader_epoch if state is not None else -1,
                 list(p.replicas), list(state.isr) if state is not None else [],
-                list(image.offline_replicas(name, index))))
-        return TopicView(name, info.topic_id or ZERO_UUID, is_internal(name), parts)
+                [r for r in p.replicas if r not in live]))
+        view = TopicView(name, info.topic_id or ZERO_UUID, is_internal(name), parts)
+        self.remember(name, TopicView, view)
+        return view
+
+    def _stamp(self, name: str) -> _Stamp | None:
+        info = self._image.topics.get(name)
+        return None if info is None else _Stamp(info, (self._live,))
+
+    def _topic_count(self) -> int:
+        return len(self._image.topics)
 
     def is_live(self, broker_id: int) -> bool:
         return self._image.is_live(broker_id)

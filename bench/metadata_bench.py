@@ -1,0 +1,167 @@
+"""CPU time of a consumer's start-up requests at many partitions (issue 15), in this process.
+
+Run: ``.venv/bin/python -m bench.metadata_bench [--partitions 10000] [--rounds 5] [--profile]``.
+
+A real single-node ``BrokerState`` (``--partitions`` partition logs of topic ``big`` plus
+nine 1-partition topics, in a temporary log dir), and a cluster-mode metadata cache (three
+live brokers, the same topics, replication factor 3) filled by one UpdateMetadata; then, per
+request, the handler's answer and its encoding (thread CPU time, median of ``--rounds``,
+each round after the metadata changed once, so a cache has to be refilled in the first
+request of a round (single node: the caches are cleared, as a change of every topic
+would), the second request of the round is the "warm" figure):
+
+* Metadata v12, all topics (what librdkafka asks at start-up and every
+  ``topic.metadata.refresh.interval.ms``), and Metadata v12 naming ``big`` only;
+* ListOffsets v7 "latest" for every partition of ``big`` (a consumer without committed
+  offsets, ``auto.offset.reset=latest``), single node only.
+
+``--profile`` prints the top of a cProfile of one warm round instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import kbroker.handlers  # noqa: F401  (registers the handlers)
+import kbroker.metadata_view as metadata_view_module
+from kbroker.broker_state import BrokerState
+from kbroker.config import BrokerConfig
+from kbroker.metadata_cache import MetadataCache
+from kbroker.registry import REGISTRY
+from kbroker.request_context import RequestContext
+from wire.codec import encode_parts
+from wire.messages import ListOffsetsRequest, MetadataRequest, UpdateMetadataRequest
+
+SMALL = [f"small-{i}" for i in range(9)]
+
+
+def _metadata_request(names: list[str] | None) -> MetadataRequest:
+    topics = None if names is None else [MetadataRequest.MetadataRequestTopic(name=n) for n in names]
+    return MetadataRequest(topics=topics, allow_auto_topic_creation=False)
+
+
+def _list_offsets_request(n: int) -> ListOffsetsRequest:
+    LT = ListOffsetsRequest.ListOffsetsTopic
+    LP = ListOffsetsRequest.ListOffsetsPartition
+    return ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[LT(name="big", partitions=[
+        LP(partition_index=i, current_leader_epoch=-1, timestamp=-1) for i in range(n)])])
+
+
+def _timed(state: Any, key: int, version: int, req: Any) -> tuple[float, float]:
+    """(handler CPU s, encode CPU s) of one request."""
+    ctx = RequestContext(key, version, 1, "bench", state, "127.0.0.1:5000")
+    t0 = time.thread_time()
+    resp = REGISTRY.get(key).handler(ctx, req)
+    t1 = time.thread_time()
+    encode_parts(resp, version)
+    return t1 - t0, time.thread_time() - t1
+
+
+def _update_metadata(n: int, leader_shift: int) -> UpdateMetadataRequest:
+    """Brokers 1-3 live; ``big`` with ``n`` partitions and the small topics, RF 3, leaders
+    rotated by ``leader_shift`` (a new round: every partition's leader changed)."""
+    U = UpdateMetadataRequest
+    brokers = [U.UpdateMetadataBroker(id=b, endpoints=[U.UpdateMetadataEndpoint(
+        port=9090 + b, host="127.0.0.1", listener="PLAINTEXT", security_protocol=0)], rack=None)
+        for b in (1, 2, 3)]
+    topics = []
+    for name, count in [("big", n)] + [(s, 1) for s in SMALL]:
+        parts = []
+        for i in range(count):
+            replicas = [1 + (i + k + leader_shift) % 3 for k in range(3)]
+            parts.append(U.UpdateMetadataPartitionState(
+                topic_name=name, partition_index=i, controller_epoch=1, leader=replicas[0],
+                leader_epoch=leader_shift, isr=replicas, zk_version=leader_shift, replicas=replicas,
+                offline_replicas=[]))
+        topics.append(U.UpdateMetadataTopicState(topic_name=name, topic_id=uuid.uuid5(uuid.NAMESPACE_OID, name),
+                                                 partition_states=parts))
+    return U(controller_id=1, controller_epoch=1, broker_epoch=-1, live_brokers=brokers, topic_states=topics)
+
+
+def _cluster_state(config: BrokerConfig) -> Any:
+    """The parts of a cluster-mode BrokerState that Metadata reads."""
+    cache = MetadataCache(broker_id=1)
+    runtime = SimpleNamespace(cache=cache, controller_id=1, zk=None)
+    return SimpleNamespace(config=config, cluster=runtime, cluster_id="bench-cluster", authorizer=None,
+                           node_id=1)
+
+
+def _rounds(rounds: int, one: Callable[[int], dict[str, float]]) -> dict[str, float]:
+    results = [one(r) for r in range(rounds)]
+    return {k: statistics.median(r[k] for r in results) for k in results[0]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--partitions", type=int, default=10_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    n = args.partitions
+    where = tempfile.mkdtemp(prefix="metadata-bench-")
+    try:
+        config = BrokerConfig({"log.dirs": where, "auto.create.topics.enable": "false"})
+        state = BrokerState(config)
+        t0 = time.monotonic()
+        state.create_topic("big", n)
+        for s in SMALL:
+            state.create_topic(s, 1)
+        print(f"# {n} partitions created in {time.monotonic() - t0:.1f} s")
+        cluster = _cluster_state(config)
+        all_topics, one_topic, offsets = _metadata_request(None), _metadata_request(["big"]), _list_offsets_request(n)
+
+        def single(r: int) -> dict[str, float]:
+            # as after a change of every topic: nothing cached (kbroker/metadata_view.py)
+            metadata_view_module._caches.clear()
+            out = {}
+            for label, key, req in (("metadata all", 3, all_topics), ("metadata one", 3, one_topic),
+                                    ("list_offsets", 2, offsets)):
+                version = 12 if key == 3 else 7
+                h, e = _timed(state, key, version, req)
+                h2, e2 = _timed(state, key, version, req)
+                out[f"single {label} handler"], out[f"single {label} encode"] = h, e
+                out[f"single {label} handler warm"], out[f"single {label} encode warm"] = h2, e2
+            return out
+
+        def clustered(r: int) -> dict[str, float]:
+            t = time.thread_time()
+            cluster.cluster.cache.apply_update_metadata(_update_metadata(n, r))
+            out = {"cluster update_metadata apply": time.thread_time() - t}
+            for label, req in (("metadata all", all_topics), ("metadata one", one_topic)):
+                h, e = _timed(cluster, 3, 12, req)
+                h2, e2 = _timed(cluster, 3, 12, req)
+                out[f"cluster {label} handler"], out[f"cluster {label} encode"] = h, e
+                out[f"cluster {label} handler warm"], out[f"cluster {label} encode warm"] = h2, e2
+            return out
+
+        if args.profile:
+            single(0)
+            clustered(0)
+            prof = cProfile.Profile()
+            prof.enable()
+            single(1)
+            clustered(1)
+            prof.disable()
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+            return
+        figures = {**_rounds(args.rounds, single), **_rounds(args.rounds, clustered)}
+        print(f"# {n} partitions, median of {args.rounds} rounds, thread CPU ms")
+        for k, v in figures.items():
+            print(f"{k:45s} {v * 1000:9.2f}")
+        state.shutdown()
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
