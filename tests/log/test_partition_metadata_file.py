@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from log.clock import ManualClock
 from log.partition_metadata_file import (
     InconsistentTopicIdError,
     PartitionMetadataError,
@@ -15,6 +16,7 @@ from log.partition_metadata_file import (
     decode_partition_metadata,
     encode_partition_metadata,
 )
+from log.scheduler import Scheduler
 from tests.log.helpers import batch, open_log, reopen
 from wire.uuids import METADATA_TOPIC_ID, ZERO_UUID, random_uuid, uuid_from_string, uuid_to_string
 
@@ -84,10 +86,32 @@ def test_the_first_append_writes_a_pending_topic_id_before_the_data_and_the_task
     lg.append_as_leader(batch())
     assert PartitionMetadataFile(lg.dir).read() == TID
     assert synced == []          # the append path (maybe the event loop) never waits on an fsync
-    lg.scheduler.run_pending()   # flush-metadata-file
-    assert len(synced) == 1
+    lg.scheduler.run_pending()   # flush-metadata-files
+    assert len(synced) == 2      # the file, then its directory (the rename), as Kafka's atomic move
     lg.scheduler.run_pending()
-    assert len(synced) == 1      # nothing left to sync
+    assert len(synced) == 2      # nothing left to sync
+
+
+def test_logs_given_ids_together_share_one_flush_task_that_fsyncs_each_file_and_its_directory(tmp_path, monkeypatch):
+    import log.partition_metadata_file as pmf
+
+    scheduler = Scheduler(ManualClock())
+    logs = [open_log(tmp_path, scheduler=scheduler, name=f"t-{i}") for i in range(50)]
+    for lg in logs:
+        lg.assign_topic_id(TID)
+    assert scheduler.pending_names() == ["flush-metadata-files"]
+    synced: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(pmf.os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
+                                                     real_fsync(fd)))
+    scheduler.run_pending()
+    assert all(PartitionMetadataFile(lg.dir).read() == TID for lg in logs)
+    expected = [p for lg in logs for p in (os.path.join(lg.dir, "partition.metadata.tmp"), lg.dir)]
+    assert synced == expected
+    assert scheduler.pending_names() == []
+    late = open_log(tmp_path, scheduler=scheduler, name="t-50")
+    late.assign_topic_id(TID)    # after the task ran: a task of its own
+    assert scheduler.pending_names() == ["flush-metadata-files"]
 
 
 def test_a_log_refuses_a_topic_id_other_than_the_one_it_holds(tmp_path):
