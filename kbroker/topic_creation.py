@@ -26,7 +26,11 @@ Invariants:
   lock, ``Scheduler`` queues under a lock) and returns it.
 
 At shutdown (``stop``, before the logs close) the creations under way finish and no new
-one starts, so a topic never comes back from a restart with part of its partitions.
+one starts, so a topic never comes back from a restart with part of its partitions.  A
+creation (new topic or CreatePartitions) that fails part-way (a log dir error:
+``KafkaStorageError``, KAFKA_STORAGE_ERROR) is all or nothing as well: the partitions it
+had opened are never registered and their logs are deleted; a new topic's id and configs
+are forgotten.
 
 ``before_batch`` is a hook for tests: called on the executor thread before each batch
 (e.g. to hold a creation open until the test has seen other requests answered).
@@ -111,7 +115,13 @@ class TopicCreations:
 
     async def _create(self, name: str, count: int) -> TopicInfo:
         from kbroker.broker_state import TopicInfo  # noqa: PLC0415 - broker_state imports this module
-        await self.open_partitions([(name, index) for index in range(count)])
+        try:
+            await self.open_partitions([(name, index) for index in range(count)], undo_on_failure=True)
+        except Exception:
+            if not self.stopping:   # a failed creation leaves no trace: not its id, not its configs
+                self.state.topic_ids.remove(name)
+                self.state.topic_configs.remove(name)
+            raise
         info = self.state.topics[name] = TopicInfo(name, count, is_internal(name))
         log.info("created topic %s with %d partition(s)", name, count)
         return info
@@ -153,31 +163,34 @@ class TopicCreations:
         return task
 
     async def _grow(self, name: str, current: int, count: int) -> None:
-        await self.open_partitions([(name, index) for index in range(current, count)])
+        await self.open_partitions([(name, index) for index in range(current, count)], undo_on_failure=True)
         info = self.state.topics.get(name)
         if info is not None:
             info.partitions = max(info.partitions, count)
             log.info("topic %s now has %d partition(s)", name, count)
 
     # ------------------------------------------------------------ partitions
-    async def open_partitions(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, Partition]:
+    async def open_partitions(self, tps: Iterable[TopicPartition], undo_on_failure: bool = False
+                              ) -> dict[TopicPartition, Partition]:
         """The partitions ``tps``, their logs opened (created if new) off the event loop;
         registered in ``BrokerState.partitions`` all at once when every one is open.  A
         partition already open is returned as it is; one another caller is opening is
-        waited for."""
+        waited for.  If opening one fails, those opened are registered anyway, or with
+        ``undo_on_failure`` (a new topic, new partitions: all or nothing) never registered
+        and their logs deleted (off the loop) before the error is raised."""
         if self.stopping:
             raise RuntimeError("the broker is shutting down")
         loop = asyncio.get_running_loop()
         opening = loop.create_future()
         self._opening.add(opening)
         try:
-            return await self._open_partitions(loop, tps)
+            return await self._open_partitions(loop, tps, undo_on_failure)
         finally:
             self._opening.discard(opening)
             opening.set_result(None)
 
-    async def _open_partitions(self, loop: asyncio.AbstractEventLoop, tps: Iterable[TopicPartition]
-                               ) -> dict[TopicPartition, Partition]:
+    async def _open_partitions(self, loop: asyncio.AbstractEventLoop, tps: Iterable[TopicPartition],
+                               undo_on_failure: bool = False) -> dict[TopicPartition, Partition]:
         state = self.state
         out: dict[TopicPartition, Partition] = {}
         waits: dict[TopicPartition, asyncio.Future[Partition]] = {}
@@ -199,14 +212,18 @@ class TopicCreations:
                 batch = loop.run_in_executor(None, self._open_batch, mine[start:start + BATCH], opened)
                 await asyncio.shield(batch)   # a cancelled caller does not stop the thread
         except Exception as e:
+            undo = undo_on_failure and not self.stopping
             for tp, fut in futures.items():
-                if tp not in opened and not fut.done():
+                if (undo or tp not in opened) and not fut.done():
                     fut.set_exception(e)
                     fut.exception()  # retrieved: the caller raises it
+            if undo:
+                await self._unregister(loop, opened)
+                opened.clear()
             raise
         finally:
-            # what did open is registered either way (its log is in the LogManager already),
-            # unless a cancelled caller left a thread still filling ``opened`` (shutdown)
+            # what did open is registered (its log is in the LogManager already), unless
+            # undone above or a cancelled caller left a thread still filling ``opened`` (shutdown)
             if batch is None or batch.done():
                 state.partitions.update(opened)
                 for tp, p in opened.items():
@@ -221,6 +238,22 @@ class TopicCreations:
         for tp, fut in waits.items():
             out[tp] = await asyncio.shield(fut)
         return out
+
+    async def _unregister(self, loop: asyncio.AbstractEventLoop, opened: dict[TopicPartition, Partition]) -> None:
+        """A failed creation's partitions that did open: out of the LogManager now (on the
+        loop, as a deletion), their logs closed and their directories deleted off it."""
+        lm = self.state.log_manager
+        removed = [(tp, lg) for tp in opened if (lg := lm.remove_log(tp)) is not None]
+        if removed:
+            log.info("creation failed: deleting the %d partition(s) it had opened", len(removed))
+
+            def delete() -> None:
+                for tp, lg in removed:
+                    try:
+                        lm.finish_delete(tp, lg)
+                    except Exception:  # noqa: BLE001 - the others still go
+                        log.exception("deleting %s-%d of a failed creation failed", *tp)
+            await asyncio.shield(loop.run_in_executor(None, delete))
 
     def _open_batch(self, batch: list[TopicPartition], opened: dict[TopicPartition, Partition]) -> None:
         """On an executor thread: open (create) each log into ``opened`` (which the loop

@@ -62,6 +62,7 @@ from log.checkpoint import (
 )
 from log.clock import Clock
 from log.config import CleanerConfig, LogConfig, ProducerStateManagerConfig
+from log.errors import KafkaStorageError
 from log.files import (
     DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX,
@@ -276,9 +277,19 @@ class LogManager:
             # its old directory still has the name a new log would take
             raise RuntimeError(f"Cannot create the log of {tp[0]}-{tp[1]}: its previous log is still being deleted")
         d = self._next_log_dir()
-        log = Log.open(os.path.join(d, log_dir_name(*tp)), config or self.config_for(tp[0]), self.clock,
-                       self.scheduler, producer_state_config=self.producer_state_config,
-                       high_watermark_follows_log_end=not self.replicated)
+        path = os.path.join(d, log_dir_name(*tp))
+        existed = os.path.isdir(path)
+        try:
+            log = Log.open(path, config or self.config_for(tp[0]), self.clock,
+                           self.scheduler, producer_state_config=self.producer_state_config,
+                           high_watermark_follows_log_end=not self.replicated)
+        except OSError as e:
+            # Kafka's getOrCreateLog: an IOException is a KafkaStorageException with this
+            # message (CreateTopics answers KAFKA_STORAGE_ERROR).  A directory made here and
+            # left half-filled goes, so the next start does not load it as a partition.
+            if not existed:
+                shutil.rmtree(path, ignore_errors=True)
+            raise KafkaStorageError(f"Error while creating log for {tp[0]}-{tp[1]} in dir {d}") from e
         with self._logs_lock:
             self.logs[tp] = log
         return log

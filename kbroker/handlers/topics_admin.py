@@ -47,6 +47,7 @@ from kbroker.topic_ids import name_for_id
 from kbroker.topic_names import invalid_reason, is_internal, unify_collision_chars
 from log.config import DEFAULTS as TOPIC_DEFAULTS
 from log.config import SERVER_SYNONYMS
+from log.errors import KafkaStorageError
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ZERO_UUID,
@@ -220,7 +221,7 @@ def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest
 async def wait_for_creations(creating: list[tuple[Any, asyncio.Future]], timeout_ms: int) -> list[Any]:
     """Wait up to ``timeout_ms`` for the creations; a result whose creation has not ended
     by then answers REQUEST_TIMED_OUT (no message) while the creation goes on, one that
-    failed UNKNOWN_SERVER_ERROR with the failure (Kafka's ZooKeeper-mode
+    failed UNKNOWN_SERVER_ERROR (KAFKA_STORAGE_ERROR for a log dir's I/O error) with the failure (Kafka's ZooKeeper-mode
     DelayedCreatePartitions: the answer waits until every new partition has a leader or
     the request's timeout passes).  ``timeout_ms <= 0`` waits for the creation however long
     it takes: Kafka's ZooKeeper mode answers such a request at once, before the partitions
@@ -234,7 +235,11 @@ async def wait_for_creations(creating: list[tuple[Any, asyncio.Future]], timeout
         if not task.done():
             r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
         elif task.exception() is not None:
-            r.error_code, r.error_message = ErrorCode.UNKNOWN_SERVER_ERROR, str(task.exception())
+            # Kafka's ApiError.fromThrowable: a log dir's I/O error (KafkaStorageException,
+            # log/errors.py's KafkaStorageError) is KAFKA_STORAGE_ERROR, the rest UNKNOWN_SERVER_ERROR
+            exc = task.exception()
+            r.error_code = exc.error if isinstance(exc, KafkaStorageError) else ErrorCode.UNKNOWN_SERVER_ERROR
+            r.error_message = str(exc)
         else:
             continue
         failed.append(r)
