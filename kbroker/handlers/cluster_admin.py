@@ -19,6 +19,7 @@ import os
 
 from kbroker.handlers.cluster_metadata import live_brokers_for_describe
 from kbroker.handlers.metadata import CLUSTER_OPERATIONS, INT_MIN
+from kbroker.metadata_readiness import held_until_metadata_known
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
@@ -33,6 +34,7 @@ ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2
 
 
 @REGISTRY.register(60, 0, 1)
+@held_until_metadata_known
 def handle_describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
     state = ctx.broker
     wanted = req.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKER

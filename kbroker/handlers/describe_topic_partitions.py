@@ -38,6 +38,7 @@ available, answering what a KRaft broker answers for the same partition state.
 from __future__ import annotations
 
 from kbroker.handlers.metadata import TOPIC_OPERATIONS
+from kbroker.metadata_readiness import held_until_metadata_known
 from kbroker.metadata_view import MetadataView, TopicView, metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
@@ -109,5 +110,6 @@ def describe_topic_partitions(view: MetadataView, req: DescribeTopicPartitionsRe
 
 
 @REGISTRY.register(75, 0, 0)
+@held_until_metadata_known
 def handle_describe_topic_partitions(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> R:
     return describe_topic_partitions(metadata_view(ctx.broker), req)

@@ -24,6 +24,7 @@ from kbroker import group_authz
 from kbroker.acl import READ
 from kbroker.handlers.cluster_groups import group_coordinator
 from kbroker.handlers.transactions import transaction_coordinator
+from kbroker.metadata_readiness import held_until_metadata_known
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
@@ -40,6 +41,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
 @REGISTRY.register(10, 0, 4)
+@held_until_metadata_known   # cluster mode: coordinators come from the metadata cache
 def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
     if getattr(ctx.broker, "authorizer", None) is not None and id(req) not in group_authz.CHECKED:
         # kbroker/group_authz.py calls back here with the keys it allows

@@ -34,6 +34,7 @@ from kbroker.acl import DESCRIBE, TOPIC
 from kbroker.authorizer import authorize
 from kbroker.handlers.cluster_metadata import auto_create_in_cluster
 from kbroker.metadata_authz import cluster_operations, topic_access, topic_operations
+from kbroker.metadata_readiness import held_until_metadata_known
 from kbroker.metadata_view import MetadataView, TopicView, metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
@@ -167,6 +168,7 @@ def _response_by_ids(ctx: RequestContext, view: MetadataView, req: MetadataReque
 
 
 @REGISTRY.register(3, 0, 12)
+@held_until_metadata_known   # a restarted broker: not "no brokers" (kbroker/metadata_readiness.py)
 def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | Awaitable[MetadataResponse]:
     state = ctx.broker
     view = metadata_view(state)

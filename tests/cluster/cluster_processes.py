@@ -80,9 +80,9 @@ class Cluster:
 
         A broker answers from its metadata cache, which the controller fills with an
         UpdateMetadata after the broker registers (in Kafka too): until then its Metadata
-        lists no broker, and librdkafka, given "0 brokers", waits for its next periodic
-        refresh (minutes) before an admin request finds the controller.  A test that talks
-        to a broker just (re)started waits for this first, as a client would have to."""
+        is held (kbroker/metadata_readiness.py, at most 25 s: longer than this probe's 12 s,
+        which then fails and is asked again).  A test that talks to a broker just
+        (re)started waits for this first, as a client would have to."""
         registered = self.registered()
         for b in self.brokers.values():
             if not b.alive():

@@ -66,7 +66,9 @@ def test_exactly_once_while_the_transaction_and_group_coordinators_brokers_are_k
         for fraction, key_type in ((0.3, 1), (0.6, 0)):
             seen = worker.wait_progress(int(N * fraction), timeout_s=600)
             assert seen >= N * fraction, worker.output_tail()
-            victim = wait_until(lambda k=key_type: coordinator(cluster, k) > 0, "a coordinator")
+            # the node itself (a bare ``> 0`` made the victim ``True``, i.e. broker 1, always)
+            victim = wait_until(lambda k=key_type: (c := coordinator(cluster, k)) > 0 and c, "a coordinator")
+            assert victim in cluster.brokers and victim is not True
             cluster.brokers[victim].kill()
             # another broker takes the coordinator's internal partition over
             moved = wait_until(lambda v=victim, k=key_type: (c := coordinator(cluster, k)) > 0

@@ -17,6 +17,8 @@ Prints ``progress N`` (N = sum of the committed input offsets) after every commi
 
 from __future__ import annotations
 
+import faulthandler
+import os
 import signal
 import sys
 import time
@@ -31,6 +33,21 @@ TIMEOUT_S = 30
 # #5511).  Without re-bootstrap the client reconnects to the same broker address, as a
 # client of a single broker should.
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
+# No commit for this long: the Python stacks go to stdout (which call the worker is in)
+STALL_DUMP_S = 90
+
+
+def client_debug() -> dict[str, str]:
+    """KBROKER_EOS_DEBUG_LOG=<path>: librdkafka's eos/cgrp/broker debug log, written by its
+    own threads to stderr, goes to that file (so it is there even while a call blocks)."""
+    path = os.environ.get("KBROKER_EOS_DEBUG_LOG")
+    if not path:
+        return {}
+    if not client_debug.__dict__.get("redirected"):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.dup2(fd, 2)
+        client_debug.__dict__["redirected"] = True
+    return {"debug": "eos,cgrp,broker,metadata"}
 
 
 def main() -> int:
@@ -38,17 +55,18 @@ def main() -> int:
     tps = [TopicPartition(src, p) for p in range(int(partitions))]
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    faulthandler.dump_traceback_later(STALL_DUMP_S, repeat=True, file=sys.stdout)
     while not stopping:
         producer = consumer = None
         try:
             producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
                                  "linger.ms": 5, "transaction.timeout.ms": 60000,
-                                 **NO_REBOOTSTRAP})
+                                 **NO_REBOOTSTRAP, **client_debug()})
             producer.init_transactions(TIMEOUT_S)
             consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                                  "isolation.level": "read_committed",
                                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                                 **NO_REBOOTSTRAP})
+                                 **NO_REBOOTSTRAP, **client_debug()})
             committed = consumer.committed(tps, TIMEOUT_S)
             done = {tp.partition: max(tp.offset, 0) for tp in committed}  # committed offsets
             consumer.assign([TopicPartition(src, p, o) for p, o in done.items()])
@@ -72,6 +90,7 @@ def main() -> int:
                 producer.commit_transaction(TIMEOUT_S)
                 done.update((tp.partition, tp.offset) for tp in positions if tp.offset >= 0)
                 print(f"progress {sum(done.values())}", flush=True)
+                faulthandler.dump_traceback_later(STALL_DUMP_S, repeat=True, file=sys.stdout)
         except KafkaException as e:
             print(f"restart {e.args[0]}", flush=True)
             time.sleep(0.5)  # a new client per retry: do not spin while the broker is down
