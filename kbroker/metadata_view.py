@@ -30,6 +30,12 @@ it was built from, and a cached value is used only while the stamp is the same:
 Objects are compared with ``is`` and kept alive by the cache, so an id cannot be reused.
 Nothing per request (authorization, authorized operations, the broker list) is cached.
 Cached values are shared between answers: never mutate them.
+
+A topic that changed is rebuilt from its ``previous`` value partition by partition: in
+cluster mode a partition whose ``PartitionInfo`` is the same object (UpdateMetadata made
+no new one for it) with the same live brokers keeps its ``PartitionView``, and the
+handlers keep the entry they built from that very ``PartitionView`` (an UpdateMetadata
+moving one leader of a 10,000-partition topic does not cost a whole rebuild).
 """
 
 from __future__ import annotations
@@ -107,6 +113,11 @@ class MetadataView(Protocol):
         """Keep ``value``, built from this view's current state of topic ``name``."""
         ...
 
+    def previous(self, name: str, kind: Hashable) -> Any:
+        """The value last ``remember``ed for ``name`` under ``kind``, even if the topic has
+        changed since (to reuse its unchanged parts); None if none."""
+        ...
+
 
 class _Stamp:
     """What a topic's cached values were built from: ``source`` compared with ``is``,
@@ -133,10 +144,14 @@ class AnswerCache:
         entry = self._entries.get((name, kind))
         if entry is None:
             return None
-        if stamp is None or not entry[0].same(stamp):
+        if stamp is None:   # the topic is gone
             del self._entries[(name, kind)]
             return None
-        return entry[1]
+        return entry[1] if entry[0].same(stamp) else None
+
+    def previous(self, name: str, kind: Hashable) -> Any:
+        entry = self._entries.get((name, kind))
+        return None if entry is None else entry[1]
 
     def put(self, name: str, kind: Hashable, stamp: _Stamp | None, value: Any, topic_count: int) -> None:
         if stamp is None:
@@ -179,6 +194,9 @@ class _Cached:
     def remember(self, name: str, kind: Hashable, value: Any) -> None:
         if self._answers is not None:
             self._answers.put(name, kind, self._stamp(name), value, self._topic_count())
+
+    def previous(self, name: str, kind: Hashable) -> Any:
+        return None if self._answers is None else self._answers.previous(name, kind)
 
 
 class SingleNodeView(_Cached):
@@ -238,6 +256,15 @@ class SingleNodeView(_Cached):
         return [BrokerView(state.node_id, host, port, state.config["broker.rack"])]
 
 
+@dataclass(frozen=True, slots=True)
+class _ClusterTopic:
+    """A cluster topic's view with what it was built from, for the next rebuild."""
+    view: TopicView
+    sources: dict[int, Any]              # index -> the PartitionInfo each PartitionView came from
+    views: dict[int, PartitionView]
+    live: frozenset[int]
+
+
 class ClusterView(_Cached):
     def __init__(self, state: BrokerState, cluster: ClusterRuntime) -> None:
         self._listener = state.config.listeners[0].name
@@ -262,12 +289,20 @@ class ClusterView(_Cached):
         info = self._image.topics.get(name)
         if info is None:
             return None
-        cached = self.cached(name, TopicView)
+        cached = self.cached(name, _ClusterTopic)
         if cached is not None:
-            return cached
+            return cached.view
         live = self._live
+        before = self.previous(name, _ClusterTopic)
+        # partitions whose PartitionInfo is the very object the previous view was built from
+        # (and the same brokers live) keep their PartitionView
+        reusable = before.sources if before is not None and before.live == live else {}
+        old_views = before.views if reusable else {}
         parts = []
         for index, p in sorted(info.partitions.items()):
+            if reusable.get(index) is p:
+                parts.append(old_views[index])
+                continue
             state = p.state
             # MetadataImage.leader / offline_replicas, over the live set taken once
             leader = state.leader if state is not None and state.leader in live else NO_LEADER
@@ -276,7 +311,8 @@ class ClusterView(_Cached):
                 list(p.replicas), list(state.isr) if state is not None else [],
                 [r for r in p.replicas if r not in live]))
         view = TopicView(name, info.topic_id or ZERO_UUID, is_internal(name), parts)
-        self.remember(name, TopicView, view)
+        self.remember(name, _ClusterTopic, _ClusterTopic(view, dict(info.partitions), {pv.index: pv for pv in parts},
+                                                         live))
         return view
 
     def _stamp(self, name: str) -> _Stamp | None:

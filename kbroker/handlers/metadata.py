@@ -27,7 +27,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from kbroker.acl import DESCRIBE, TOPIC
@@ -35,7 +35,7 @@ from kbroker.authorizer import authorize
 from kbroker.handlers.cluster_metadata import auto_create_in_cluster
 from kbroker.metadata_authz import cluster_operations, topic_access, topic_operations
 from kbroker.metadata_readiness import held_until_metadata_known
-from kbroker.metadata_view import MetadataView, TopicView, metadata_view
+from kbroker.metadata_view import MetadataView, PartitionView, TopicView, metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_ids import name_for_id
@@ -54,10 +54,17 @@ T = MetadataResponse.MetadataResponseTopic
 P = MetadataResponse.MetadataResponsePartition
 
 
-def metadata_topic(view: MetadataView, topic: TopicView, topic_ops: int, version: int) -> T:
-    """One known topic's entry (Kafka's getPartitionMetadata per partition)."""
+def metadata_topic(view: MetadataView, topic: TopicView, topic_ops: int, version: int,
+                   before: tuple[Sequence[PartitionView], list[P]] = ((), [])) -> T:
+    """One known topic's entry (Kafka's getPartitionMetadata per partition).  ``before``:
+    the partition views and entries of an earlier build for the same version family; an
+    entry built from the very same ``PartitionView`` object is reused."""
     partitions = []
-    for p in topic.partitions:
+    old_views, old_entries = before
+    for i, p in enumerate(topic.partitions):
+        if i < len(old_views) and old_views[i] is p:
+            partitions.append(old_entries[i])
+            continue
         replicas, isr = p.replicas, p.isr
         error = ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 else ErrorCode.NONE
         if version == 0:
@@ -83,10 +90,11 @@ def _topic_entry(view: MetadataView, name: str, topic_ops: int, version: int) ->
         topic = view.topic(name)
         if topic is None:
             return None
-        entry = metadata_topic(view, topic, topic_ops, version)
-        view.remember(name, kind, (entry.topic_id, entry.is_internal, entry.partitions))
+        before = view.previous(name, kind)
+        entry = metadata_topic(view, topic, topic_ops, version, (before[3], before[2]) if before else ((), []))
+        view.remember(name, kind, (entry.topic_id, entry.is_internal, entry.partitions, topic.partitions))
         return entry
-    topic_id, internal, partitions = cached
+    topic_id, internal, partitions, _ = cached
     return T(error_code=0, name=name, topic_id=topic_id, is_internal=internal, partitions=partitions,
              topic_authorized_operations=topic_ops)
 

@@ -111,6 +111,14 @@ def test_a_leader_isr_and_epoch_change_is_in_the_next_answer(cluster):
     assert rows(cluster, "t")[2] == [(0, 0, 2, 1, [1, 2, 3], [2, 3], []), (1, 0, 2, 0, [2, 3, 1], [2, 3, 1], [])]
 
 
+def test_a_change_of_one_partition_rebuilds_that_partition_and_keeps_the_others_entries(cluster):
+    before = metadata(cluster, ["t"]).topics[0].partitions
+    update(cluster.cluster.cache, topics=[("t", TID, [(1, 3, 5, [3], [2, 3, 1])])])
+    after = metadata(cluster, ["t"]).topics[0].partitions
+    assert after[0] is before[0]
+    assert (after[1].leader_id, after[1].leader_epoch, after[1].isr_nodes) == (3, 5, [3])
+
+
 def test_a_reassignment_is_in_the_next_answer(cluster):
     rows(cluster, "t")
     update(cluster.cluster.cache, topics=[("t", TID, [(1, 2, 1, [2, 3], [2, 3])])])
