@@ -175,10 +175,12 @@ class Broker:
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
+        flushed = False
         if self.state is not None:
             await self.state.txns.stop()  # the marker sender's task
             if self._servers:   # fsync every log while still answering (log_shutdown.py)
                 await log_shutdown.flush_all(self.state)
+                flushed = True
         for server in self._servers:
             server.close()
             await server.wait_closed()
@@ -199,7 +201,7 @@ class Broker:
             for conn in list(state.connections):
                 if conn.transport is not None:
                     conn.transport.abort()
-            await log_shutdown.close_all(state)   # off the loop; the marker last
+            await log_shutdown.close_all(state, flushed)   # off the loop; the marker last
             log.info("shut down (kbroker id=%d) cleanly", self.config.node_id)
 
     async def __aenter__(self) -> Broker:

@@ -10,7 +10,7 @@ its own, ``BATCH`` logs per call, and the loop only hands out batches:
    being answered; what they append meanwhile is synced by step 2.
 2. The broker closes its listeners and connections (nothing appends any more), then
    ``close_all``: ``LogManager.begin_shutdown`` (periodic tasks, deletions, cleaner),
-   ``close_logs`` batch by batch, and only once every batch has returned
+   ``close_logs`` batch by batch (syncing only what step 1 did not see), and only once every batch has returned
    ``finish_shutdown`` (checkpoints, then the clean-shutdown marker that vouches for them),
    then the broker's config and id stores.  A batch that fails stops it there: no marker,
    so the next start recovers (Kafka: a failed close leaves the dir's marker unwritten).
@@ -24,6 +24,7 @@ pools (fsyncs of different files overlap in the device queue).  Logs are thread-
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -75,9 +76,10 @@ async def flush_all(state: BrokerState) -> None:
     log.info("flushed %d log(s) in %.2f s", len(logs), time.monotonic() - started)
 
 
-async def close_all(state: BrokerState) -> None:
+async def close_all(state: BrokerState, flushed: bool = False) -> None:
     """Step 2: close every log, then the checkpoints and the clean-shutdown marker, then the
-    stores (``BrokerState.close_stores``).  Nothing may append any more."""
+    stores (``BrokerState.close_stores``).  Nothing may append any more.  ``flushed``:
+    ``flush_all`` ran, so each log syncs only what was appended since."""
     loop = asyncio.get_running_loop()
     lm = state.log_manager
     parallel = _threads(state)
@@ -87,7 +89,7 @@ async def close_all(state: BrokerState) -> None:
         logs = lm.all_logs()
         log.info("closing %d log(s)", len(logs))
         try:
-            await _in_batches(pool, lm.close_logs, logs, parallel)
+            await _in_batches(pool, functools.partial(lm.close_logs, flushed=flushed), logs, parallel)
         except BaseException:
             log.error("closing the logs failed: no clean-shutdown marker, the next start recovers")
             raise

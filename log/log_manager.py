@@ -438,13 +438,18 @@ class LogManager:
             log.flush(force_flush_active_segment=True)
 
     @staticmethod
-    def close_logs(logs: list[Log]) -> None:
+    def close_logs(logs: list[Log], flushed: bool = False) -> None:
         """Shutdown step 2, for any subset of the logs (the broker closes batches on a few
         threads, as Kafka's ``log-closing`` pool of num.recovery.threads.per.data.dir does):
         flush each whole, then close it (producer snapshot at the LEO, leader epoch file,
-        index trim).  Nothing may append to them any more."""
+        index trim).  Nothing may append to them any more.  ``flushed``: ``flush_logs`` ran
+        on them already, so only what was appended since is synced (a forced flush fsyncs
+        the active segment, and an empty log's directory, even when nothing changed)."""
         for log in logs:
-            log.flush(force_flush_active_segment=True)
+            if flushed:
+                log.flush_upto_offset_exclusive(log.log_end_offset)
+            else:
+                log.flush(force_flush_active_segment=True)
             log.close()
 
     def finish_shutdown(self, broker_epoch: int = -1) -> None:

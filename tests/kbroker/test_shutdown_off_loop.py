@@ -81,10 +81,10 @@ def test_the_clean_shutdown_marker_is_written_only_after_every_log_is_closed_and
         lm = b.broker.state.log_manager
         close_logs = lm.close_logs
 
-        def watched(logs: list[Any]) -> None:
+        def watched(logs: list[Any], **kw: Any) -> None:
             seen_marker_while_closing.append(CleanShutdownFile(str(tmp_path)).exists())
             closing_threads.append(threading.current_thread().name)
-            close_logs(logs)
+            close_logs(logs, **kw)
         lm.close_logs = watched
     finally:
         b.stop()
@@ -107,11 +107,11 @@ def test_a_close_that_fails_leaves_no_clean_shutdown_marker_and_the_next_start_r
         close_logs = lm.close_logs
         calls = []
 
-        def failing(logs: list[Any]) -> None:
+        def failing(logs: list[Any], **kw: Any) -> None:
             calls.append(len(logs))
             if len(calls) == 1:   # the batch holding t-0, whose log is left unclosed
                 raise OSError("disk gone")
-            close_logs(logs)
+            close_logs(logs, **kw)
         lm.close_logs = failing
         try:
             b.stop()
