@@ -62,6 +62,10 @@ class Broker:
         if not self.started.wait(600):
             raise RuntimeError("broker did not start:\n" + "\n".join(line for _, line in self.lines[-30:]))
         self.t_started = time.time()
+        # the SIGTERM handler is installed right after "started", before the loop serves
+        # anything: one answer means a SIGTERM from now on is the broker's to handle
+        Conn(f"127.0.0.1:{port}").call(ApiVersionsRequest(client_software_name="bench", client_software_version="1"),
+                                       3, ApiVersionsResponse)
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
