@@ -21,7 +21,8 @@ names and intervals: ``kafka-log-retention`` (log.retention.check.interval.ms, 5
 (log.flush.offset.checkpoint.interval.ms, 60 s), ``kafka-log-start-offset-checkpoint`` (60 s),
 ``kafka-delete-logs``, and in cluster mode ``highwatermark-checkpoint``
 (replica.high.watermark.checkpoint.interval.ms, 5 s).  Shutdown flushes and closes every log, writes both checkpoints and then
-the clean-shutdown marker.
+the clean-shutdown marker (``shutdown``; the broker runs its three steps ``begin_shutdown``,
+``close_logs`` per batch and ``finish_shutdown`` off its event loop: kbroker/log_shutdown.py).
 
 Compaction: with ``log.cleaner.enable`` (``CleanerConfig.enable_cleaner``), ``self.cleaner`` is
 a ``LogCleaner`` over ``self.logs`` and the log dirs (created by ``load_logs``); the broker
