@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from wire.java_hash import java_string_hash
+
 __all__ = [
     "java_hash",
     "java_properties_order",
@@ -44,11 +46,7 @@ def java_hash(key: str | int) -> int:
     """``key.hashCode()`` as the JVM computes it (signed 32-bit)."""
     if isinstance(key, int):
         return _signed(key)
-    h = 0
-    data = key.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK
-    return _signed(h)
+    return java_string_hash(key)
 
 
 def _urshift(x: int, n: int) -> int:

@@ -59,17 +59,17 @@ Rules
 Modules: ``coordinator`` (facade, per-version shaping, timers, replay), ``group_manager``
 (Join/Sync/Heartbeat/Leave), ``classic_group`` / ``member`` / ``group_state`` (the state
 machine), ``offsets``, ``txn_offsets``, ``records``, ``result`` (Result, Write), ``append_errors``,
-``timers``, ``pending``, ``java_hash``, ``config``.
+``timers``, ``pending``, ``config`` (the group -> partition formula: wire/java_hash.py).
 """
 
 from groups.classic_group import ClassicGroup
 from groups.config import GroupConfig
 from groups.coordinator import GroupCoordinator
 from groups.group_state import GroupState
-from groups.java_hash import java_string_hash, partition_for
 from groups.pending import Pending
 from groups.records import Record
 from groups.result import Result, Write
+from wire.java_hash import java_string_hash, partition_for
 
 __all__ = [
     "GroupCoordinator", "GroupConfig", "GroupState", "ClassicGroup", "Pending", "Result",

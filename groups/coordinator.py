@@ -17,7 +17,6 @@ from groups.classic_group import ClassicGroup
 from groups.config import GroupConfig
 from groups.group_manager import GroupManager
 from groups.group_state import GroupState
-from groups.java_hash import partition_for
 from groups.member import ClassicGroupMember
 from groups.offsets import OffsetManager
 from groups.pending import Pending
@@ -27,6 +26,7 @@ from groups.result import Result, Write
 from groups.timers import Timers
 from log.clock import Clock
 from wire.error_codes import ErrorCode
+from wire.java_hash import partition_for
 from wire.messages import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,

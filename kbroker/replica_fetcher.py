@@ -50,6 +50,7 @@ from kbroker.broker_channel import roundtrip
 from log.errors import LogError
 from log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from wire.error_codes import ErrorCode
+from wire.java_hash import java_string_hash
 from wire.messages import FetchRequest, ListOffsetsRequest
 
 if TYPE_CHECKING:
@@ -62,15 +63,6 @@ log = logging.getLogger("kbroker.replica_fetcher")
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 4
 TopicPartition = tuple[str, int]
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode`` (UTF-16 code units, int32 overflow)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:

@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from kbroker.topic_names import TRANSACTION_STATE_TOPIC
-from txn.partitioner import partition_for
 from wire.error_codes import ErrorCode
+from wire.java_hash import partition_for
 from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from wire.record_batch import RecordBatch
 

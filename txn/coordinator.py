@@ -39,10 +39,10 @@ from txn.metadata import (
     TxnTransit,
     is_epoch_exhausted,
 )
-from txn.partitioner import partition_for
 from txn.records import decode_key, decode_value, key_bytes, value_bytes
 from txn.states import TxnState
 from wire.error_codes import ErrorCode
+from wire.java_hash import partition_for
 
 __all__ = ["MarkerJob", "TransactionCoordinator", "append_error_to_coordinator_error"]
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 
-from groups.java_hash import partition_for
 from kbroker import zk_admin
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import GROUP_METADATA_TOPIC
 from wire.error_codes import ErrorCode
+from wire.java_hash import partition_for
 
 log = logging.getLogger("kbroker.groups")
 

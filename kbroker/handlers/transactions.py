@@ -23,9 +23,9 @@ from kbroker.registry import INTER_BROKER, REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import TRANSACTION_STATE_TOPIC
 from kbroker.txn_service import topic_configs
-from txn.partitioner import partition_for
 from txn.states import TxnState
 from wire.error_codes import ErrorCode
+from wire.java_hash import partition_for
 from wire.messages import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from kbroker.tools.client import Client, ToolError, load_command_config
+from wire.java_hash import java_string_hash as signed_java_string_hash
 
 __all__ = ["connection_options", "connect", "fail", "java_hash_order", "java_string_hash_order",
            "java_string_hash",
@@ -44,12 +45,8 @@ def fail(prefix: str = "Error: ") -> Callable[[Callable[..., Any]], Callable[...
 
 
 def java_string_hash(s: str) -> int:
-    """Java's String.hashCode: over UTF-16 code units, 32-bit wrapping (unsigned here)."""
-    raw = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(raw), 2):
-        h = (31 * h + int.from_bytes(raw[i:i + 2], "big")) & 0xFFFFFFFF
-    return h
+    """Java's String.hashCode (wire/java_hash.py) as an unsigned 32-bit value."""
+    return signed_java_string_hash(s) & 0xFFFFFFFF
 
 
 def java_hash_order(keys: list[Any], hash_code: Callable[[Any], int], initial_capacity: int = 16) -> list[Any]:

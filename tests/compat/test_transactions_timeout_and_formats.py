@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from groups.java_hash import partition_for
 from tests.compat.admin_helpers import wait_until
 from tests.compat.eos_run import end_offsets
 from tests.compat.kafka_tools import kafka_tool
@@ -30,6 +29,7 @@ from tests.compat.txn_workload import (
     read_all,
     records_of,
 )
+from wire.java_hash import partition_for
 
 DUMP = "org.apache.kafka.tools.DumpLogSegments"
 

@@ -13,7 +13,7 @@ import re
 from confluent_kafka import Producer
 
 from tests.compat.kafka_tools import kafka_tool
-from txn.partitioner import partition_for
+from wire.java_hash import partition_for
 
 TXN_ID = "tx-dump"
 
