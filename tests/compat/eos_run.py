@@ -12,11 +12,16 @@ from confluent_kafka import Producer
 
 from tests.compat.admin_helpers import wait_until
 from tests.compat.broker_process import ROOT
+from tests.compat.eos_worker import HUNG_EXIT
 from tests.compat.txn_workload import read_all
 
 
 class EosWorker:
-    """The worker process; ``progress`` is the last committed input offset sum it printed."""
+    """The worker process; ``progress`` is the last committed input offset sum it printed.
+
+    A worker that exits with ``HUNG_EXIT`` (a librdkafka call stuck past its timeout:
+    tests/compat/eos_worker.py) is started again, as a supervisor would; ``hangs`` counts
+    those restarts (each one's ``hung ...`` line is in the output)."""
 
     def __init__(self, bootstrap: str, src: str, dst: str, partitions: int,
                  group: str = "eos", txn_id: str = "eos-txn") -> None:
@@ -24,26 +29,42 @@ class EosWorker:
                      str(partitions), group, txn_id]
         self.lines: list[str] = []
         self.progress = 0
+        self.hangs = 0
+        self.returncode: int | None = None   # set when the worker is gone for good
+        self._stopping = False
         self._changed = threading.Condition()
         self.proc: subprocess.Popen[str] | None = None
+        self._supervisor: threading.Thread | None = None
 
     def start(self) -> EosWorker:
-        self.proc = subprocess.Popen(self.args, cwd=ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        threading.Thread(target=self._read, daemon=True).start()
+        self._spawn()
+        self._supervisor = threading.Thread(target=self._supervise, daemon=True)
+        self._supervisor.start()
         return self
 
-    def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self._changed:
-                self.lines.append(line)
-                if line.startswith("progress "):
-                    self.progress = int(line.split()[1])
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
+    def _spawn(self) -> None:
+        self.proc = subprocess.Popen(self.args, cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
 
+    def _supervise(self) -> None:
+        while True:
+            proc = self.proc
+            assert proc is not None and proc.stdout is not None
+            for line in proc.stdout:
+                with self._changed:
+                    self.lines.append(line)
+                    if line.startswith("progress "):
+                        self.progress = int(line.split()[1])
+                    self._changed.notify_all()
+            rc = proc.wait()
+            with self._changed:
+                if rc == HUNG_EXIT and not self._stopping:
+                    self.hangs += 1
+                    self._spawn()
+                    continue
+                self.returncode = rc
+                self._changed.notify_all()
+                return
     @property
     def restarts(self) -> list[str]:
         return [line for line in self.lines if line.startswith("restart ")]
@@ -51,26 +72,33 @@ class EosWorker:
     def wait_progress(self, at_least: int, timeout_s: float) -> int:
         """Wait (returns at once when reached) until ``progress >= at_least``."""
         with self._changed:
-            self._changed.wait_for(lambda: self.progress >= at_least or self.proc.poll() is not None,
+            self._changed.wait_for(lambda: self.progress >= at_least or self.returncode is not None,
                                    timeout_s)
             return self.progress
 
     def stop(self) -> int:
         """SIGTERM: the worker finishes the transaction it is in and exits."""
-        assert self.proc is not None
-        self.proc.terminate()
+        with self._changed:
+            self._stopping = True
+            proc = self.proc
+        assert proc is not None and self._supervisor is not None
+        proc.terminate()
         try:
-            return self.proc.wait(120)
+            proc.wait(120)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
+            proc.kill()
+        self._supervisor.join(30)
+        return proc.wait() if self.returncode is None else self.returncode
 
     def kill(self) -> None:
         """SIGKILL, mid-transaction as likely as not: the next worker's init_transactions
         aborts what this one left open, and it resumes from the committed offsets."""
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait()
+        with self._changed:
+            self._stopping = True
+            proc = self.proc
+        assert proc is not None
+        proc.kill()
+        proc.wait()
 
     def output_tail(self) -> str:
         return "".join(self.lines[-40:])

@@ -13,6 +13,16 @@ offsets (fetched with require_stable, so never from an offset still pending).
 
 Prints ``progress N`` (N = sum of the committed input offsets) after every commit and
 ``restart <error>`` when it starts over; stops between transactions on SIGTERM.
+
+A transactional call that has not returned ``HUNG_AFTER_S`` past its own timeout is a
+librdkafka hang, not an answer: librdkafka (2.10+) decommissions a broker that leaves the
+Metadata answers (a killed broker leaves them, against Apache Kafka too), and
+``send_offsets_to_transaction`` whose cached group coordinator was that broker then waits
+for it forever, its timeout never checked (confluentinc/librdkafka#5511, #5456; fixes open
+upstream).  No call on the stuck handle can end it, so the worker says ``hung <call>`` and
+exits with ``HUNG_EXIT``: what a supervisor's liveness check does to such a process.
+tests/compat/eos_run.py starts a new worker then; the new one's init_transactions fences
+the old producer and aborts what it left open, as after a kill.
 """
 
 from __future__ import annotations
@@ -21,7 +31,10 @@ import faulthandler
 import os
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -35,6 +48,24 @@ TIMEOUT_S = 30
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
 # No commit for this long: the Python stacks go to stdout (which call the worker is in)
 STALL_DUMP_S = 90
+HUNG_AFTER_S = 60   # past a call's own timeout: librdkafka will not return (see above)
+HUNG_EXIT = 75
+
+
+def bounded(timeout_s: float, call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args, timeout_s)``, or exit with HUNG_EXIT if it is still running HUNG_AFTER_S after its
+    ``timeout_s`` (it raises or returns by then when librdkafka honours the timeout)."""
+    def hung() -> None:
+        print(f"hung {call.__name__}: no return {HUNG_AFTER_S} s past its {timeout_s} s timeout "
+              "(confluentinc/librdkafka#5511)", flush=True)
+        os._exit(HUNG_EXIT)
+    timer = threading.Timer(timeout_s + HUNG_AFTER_S, hung)
+    timer.daemon = True
+    timer.start()
+    try:
+        return call(*args, timeout_s)
+    finally:
+        timer.cancel()
 
 
 def client_debug() -> dict[str, str]:
@@ -62,12 +93,12 @@ def main() -> int:
             producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
                                  "linger.ms": 5, "transaction.timeout.ms": 60000,
                                  **NO_REBOOTSTRAP, **client_debug()})
-            producer.init_transactions(TIMEOUT_S)
+            bounded(TIMEOUT_S, producer.init_transactions)
             consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                                  "isolation.level": "read_committed",
                                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
                                  **NO_REBOOTSTRAP, **client_debug()})
-            committed = consumer.committed(tps, TIMEOUT_S)
+            committed = bounded(TIMEOUT_S, consumer.committed, tps)
             done = {tp.partition: max(tp.offset, 0) for tp in committed}  # committed offsets
             consumer.assign([TopicPartition(src, p, o) for p, o in done.items()])
             reported: set[str] = set()
@@ -85,9 +116,9 @@ def main() -> int:
                     producer.produce(dst, key=m.key(), value=b"out-" + m.value(),
                                      partition=m.partition())
                 positions = consumer.position(consumer.assignment())
-                producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(),
-                                                     TIMEOUT_S)
-                producer.commit_transaction(TIMEOUT_S)
+                bounded(TIMEOUT_S, producer.send_offsets_to_transaction, positions,
+                        consumer.consumer_group_metadata())
+                bounded(TIMEOUT_S, producer.commit_transaction)
                 done.update((tp.partition, tp.offset) for tp in positions if tp.offset >= 0)
                 print(f"progress {sum(done.values())}", flush=True)
                 faulthandler.dump_traceback_later(STALL_DUMP_S, repeat=True, file=sys.stdout)
