@@ -13,7 +13,10 @@ would), the second request of the round is the "warm" figure):
 * Metadata v12, all topics (what librdkafka asks at start-up and every
   ``topic.metadata.refresh.interval.ms``), and Metadata v12 naming ``big`` only;
 * ListOffsets v7 "latest" for every partition of ``big`` (a consumer without committed
-  offsets, ``auto.offset.reset=latest``), single node only.
+  offsets, ``auto.offset.reset=latest``), and 1,000 ListOffsets of one partition each (what
+  librdkafka sends: one request per partition), single node only;
+* cluster: the UpdateMetadata that fills the cache, and one that moves one leader, then
+  Metadata for all topics (a rebuild of the one changed partition).
 
 ``--profile`` prints the top of a cProfile of one warm round instead.
 """
@@ -57,6 +60,12 @@ def _list_offsets_request(n: int) -> ListOffsetsRequest:
         LP(partition_index=i, current_leader_epoch=-1, timestamp=-1) for i in range(n)])])
 
 
+def _one_list_offsets(index: int) -> ListOffsetsRequest:
+    req = _list_offsets_request(index + 1)
+    req.topics[0].partitions = req.topics[0].partitions[index:]
+    return req
+
+
 def _timed(state: Any, key: int, version: int, req: Any) -> tuple[float, float]:
     """(handler CPU s, encode CPU s) of one request."""
     ctx = RequestContext(key, version, 1, "bench", state, "127.0.0.1:5000")
@@ -86,6 +95,13 @@ def _update_metadata(n: int, leader_shift: int) -> UpdateMetadataRequest:
         topics.append(U.UpdateMetadataTopicState(topic_name=name, topic_id=uuid.uuid5(uuid.NAMESPACE_OID, name),
                                                  partition_states=parts))
     return U(controller_id=1, controller_epoch=1, broker_epoch=-1, live_brokers=brokers, topic_states=topics)
+
+
+def _one_leader_moved(r: int) -> UpdateMetadataRequest:
+    """Partition 0 of ``big`` only, its leader moved (what a leader election sends)."""
+    req = _update_metadata(1, r + 1)
+    req.topic_states = req.topic_states[:1]
+    return req
 
 
 def _cluster_state(config: BrokerConfig) -> Any:
@@ -119,10 +135,11 @@ def main() -> None:
         print(f"# {n} partitions created in {time.monotonic() - t0:.1f} s")
         cluster = _cluster_state(config)
         all_topics, one_topic, offsets = _metadata_request(None), _metadata_request(["big"]), _list_offsets_request(n)
+        singles = [_one_list_offsets(i) for i in range(min(n, 1000))]
 
         def single(r: int) -> dict[str, float]:
             # as after a change of every topic: nothing cached (kbroker/metadata_view.py)
-            metadata_view_module._caches.clear()
+            getattr(metadata_view_module, "_caches", {}).clear()
             out = {}
             for label, key, req in (("metadata all", 3, all_topics), ("metadata one", 3, one_topic),
                                     ("list_offsets", 2, offsets)):
@@ -131,6 +148,13 @@ def main() -> None:
                 h2, e2 = _timed(state, key, version, req)
                 out[f"single {label} handler"], out[f"single {label} encode"] = h, e
                 out[f"single {label} handler warm"], out[f"single {label} encode warm"] = h2, e2
+            # librdkafka asks one ListOffsets per partition: the per-request figure, x1000
+            h = e = 0.0
+            for i in range(1000):
+                hi, ei = _timed(state, 2, 7, singles[i % len(singles)])
+                h, e = h + hi, e + ei
+            out["single list_offsets 1 partition handler x1000"] = h
+            out["single list_offsets 1 partition encode x1000"] = e
             return out
 
         def clustered(r: int) -> dict[str, float]:
@@ -142,6 +166,11 @@ def main() -> None:
                 h2, e2 = _timed(cluster, 3, 12, req)
                 out[f"cluster {label} handler"], out[f"cluster {label} encode"] = h, e
                 out[f"cluster {label} handler warm"], out[f"cluster {label} encode warm"] = h2, e2
+            t = time.thread_time()
+            cluster.cluster.cache.apply_update_metadata(_one_leader_moved(r))
+            out["cluster update_metadata apply, 1 partition"] = time.thread_time() - t
+            h, e = _timed(cluster, 3, 12, all_topics)
+            out["cluster metadata all handler, 1 partition changed"] = h
             return out
 
         if args.profile:
