@@ -187,6 +187,8 @@ class Broker:
         self._servers.clear()
         self._server = None
         loop = asyncio.get_running_loop()
+        if self.state is not None:   # the background pass ends after its task under way
+            self.state.scheduler.shutdown()
         # joins (a pass or a cleaning under way ends first): off the loop
         if self._background is not None:
             await loop.run_in_executor(None, self._background.stop)

@@ -47,6 +47,7 @@ class Scheduler:
         self._heap: list[ScheduledTask] = []
         self._seq = itertools.count()
         self._lock = threading.Lock()  # guards _heap and _seq; never held while a task runs
+        self._shut_down = False
 
     def schedule_once(self, name: str, fn: Callable[[], object], delay_ms: int = 0) -> ScheduledTask:
         return self.schedule(name, fn, delay_ms, -1)
@@ -69,13 +70,21 @@ class Scheduler:
                 heapq.heappop(self._heap)
             return self._heap[0].due_ms if self._heap else None
 
+    def shutdown(self) -> None:
+        """No task runs any more (Kafka's KafkaScheduler.shutdown: queued and delayed tasks
+        are dropped, the one under way finishes): a ``run_pending`` under way returns after
+        its current task.  At broker shutdown the backlog (e.g. one leader-epoch flush per
+        partition after a big creation: thousands of fsyncs) is not worked off first: the
+        logs' close writes and syncs what those tasks would have."""
+        self._shut_down = True
+
     def run_pending(self) -> int:
-        """Run every task due by now; returns how many ran."""
+        """Run every task due by now (none after ``shutdown``); returns how many ran."""
         ran = 0
         now = self.clock.milliseconds()
         while True:
             with self._lock:
-                if not self._heap or self._heap[0].due_ms > now:
+                if self._shut_down or not self._heap or self._heap[0].due_ms > now:
                     return ran
                 task = heapq.heappop(self._heap)
             if task.cancelled:
