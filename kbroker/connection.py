@@ -68,6 +68,7 @@ import inspect
 import logging
 import os
 from collections import deque
+from functools import partial
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +97,7 @@ if os.environ.get("KBROKER_TEST_FAIL_API"):   # a test seam: see kbroker/registr
                 REGISTRY.fail_for_tests(os.environ["KBROKER_TEST_FAIL_API"]))
 
 API_VERSIONS = 18
+FETCH = 1
 MAX_PENDING = 64          # responses awaiting their turn before reading pauses
 _IOV_MAX = 1024           # parts per os.writev (Linux's IOV_MAX)
 
@@ -172,6 +174,9 @@ class KafkaConnection(asyncio.Protocol):
         # earlier response has been written (raw mode included).
         self._closing = False
         self._close_when_sent: str | None = None
+        # requests dispatched so far, and the future a parked Fetch waits on for the next one
+        self._requests = 0
+        self._next_request: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -245,8 +250,15 @@ class KafkaConnection(asyncio.Protocol):
         if entry is None:
             self._abort(f"unknown api key {key}")
             return
+        self._requests += 1
+        waiting = self._next_request
+        if waiting is not None:   # a parked Fetch before this request answers now
+            self._next_request = None
+            if not waiting.done():
+                waiting.set_result(None)
         ctx = RequestContext(key, version, header.correlation_id, header.client_id, self.state, self.peer,
-                             self.principal, self.listener_name)
+                             self.principal, self.listener_name,
+                             partial(self._request_after, self._requests) if key == FETCH else None)
         if not entry.min_version <= version <= entry.max_version:
             if key == API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with error 35 in the v0 layout.
@@ -274,6 +286,17 @@ class KafkaConnection(asyncio.Protocol):
             fut.add_done_callback(lambda f, s=slot, c=ctx, r=request: self._async_done(f, s, c, r))
         else:
             self._fill(slot, ctx, version, result, request)
+
+    def _request_after(self, seq: int) -> asyncio.Future[None]:
+        """Done once a request after the ``seq``-th has been read (already, if one has)."""
+        loop = asyncio.get_running_loop()
+        if self._requests > seq:
+            done: asyncio.Future[None] = loop.create_future()
+            done.set_result(None)
+            return done
+        if self._next_request is None:
+            self._next_request = loop.create_future()
+        return self._next_request
 
     def _respond(self, ctx: RequestContext, version: int, result: Any) -> None:
         slot = _Slot()

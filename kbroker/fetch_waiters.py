@@ -24,14 +24,22 @@ class FetchWaiters:
             for fut in waiters:
                 _wake(fut)
 
-    async def wait(self, tps: list[TopicPartition], timeout_s: float) -> None:
-        """Return at the first append to any of ``tps``, or after ``timeout_s``."""
-        if timeout_s <= 0:
+    async def wait(self, tps: list[TopicPartition], timeout_s: float,
+                   also: asyncio.Future[None] | None = None) -> None:
+        """Return at the first append to any of ``tps``, after ``timeout_s``, or once
+        ``also`` is done."""
+        if timeout_s <= 0 or (also is not None and also.done()):
             return
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         for tp in tps:
             self._waiting[tp].add(fut)
+
+        def woken_by_also(_: asyncio.Future[None]) -> None:
+            _wake(fut)
+
+        if also is not None:
+            also.add_done_callback(woken_by_also)
         # A timer that completes the future, not asyncio.wait_for(shield(fut)): that wraps
         # every parked fetch in two more futures and a task, per wake-up.
         timer = loop.call_later(timeout_s, _wake, fut)
@@ -39,6 +47,8 @@ class FetchWaiters:
             await fut
         finally:
             timer.cancel()
+            if also is not None:
+                also.remove_done_callback(woken_by_also)
             for tp in tps:
                 s = self._waiting.get(tp)
                 if s is not None:

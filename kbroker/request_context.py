@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -23,3 +24,6 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"
     # The listener the request came in on (its name in ``listeners``, e.g. "PLAINTEXT").
     listener_name: str = "PLAINTEXT"
+    # Fetch only (set by the connection): a future done once the connection has read a
+    # request after this one; a parked Fetch answers then (kbroker/handlers/fetch.py).
+    request_after: Callable[[], Any] | None = None

@@ -316,10 +316,17 @@ def _min_bytes(req: FetchRequest) -> int:
 
 async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: float) -> FetchResponse:
     tps = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    # A request read after this one on the connection ends the wait: its answer leaves
+    # after this one, and a client that pipelines (librdkafka's 10,000 ListOffsets of a
+    # consumer starting, behind Fetches of the partitions it already knows) would get each
+    # held for max_wait_ms.  Kafka reads nothing more from a connection while its Fetch is
+    # parked; answering before max_wait (with what there is) is what a Fetch may always do.
+    later = ctx.request_after() if ctx.request_after is not None else None
     while True:
-        await ctx.broker.fetch_waiters.wait(tps, deadline - time.monotonic())
+        await ctx.broker.fetch_waiters.wait(tps, deadline - time.monotonic(), later)
         resp, total, errors = _read_all(ctx, req)
-        if total >= _min_bytes(req) or errors or time.monotonic() >= deadline:
+        if total >= _min_bytes(req) or errors or time.monotonic() >= deadline or (
+                later is not None and later.done()):
             return _counted(ctx, req, resp)
 
 
