@@ -179,8 +179,7 @@ class Broker:
         if self.state is not None:
             await self.state.txns.stop()  # the marker sender's task
             if self._servers:   # fsync every log while still answering (log_shutdown.py)
-                await log_shutdown.flush_all(self.state)
-                flushed = True
+                flushed = await log_shutdown.flush_all(self.state)
         for server in self._servers:
             server.close()
             await server.wait_closed()

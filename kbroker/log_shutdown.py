@@ -64,16 +64,23 @@ async def _in_batches(pool: ThreadPoolExecutor, work: Callable[[list[Log]], None
         raise failure
 
 
-async def flush_all(state: BrokerState) -> None:
-    """Step 1 (see the module docstring): fsync every log while requests are still answered."""
+async def flush_all(state: BrokerState) -> bool:
+    """Step 1 (see the module docstring): fsync every log while requests are still answered.
+    False if a flush failed (logged): the shutdown goes on, and step 2 flushes every log
+    whole again (its failure there keeps the marker unwritten)."""
     lm = state.log_manager
     logs = lm.all_logs()
     parallel = _threads(state)
     log.info("flushing %d log(s) before closing the listeners", len(logs))
     started = time.monotonic()
-    with ThreadPoolExecutor(parallel, thread_name_prefix="log-flushing") as pool:
-        await _in_batches(pool, lm.flush_logs, logs, parallel)
+    try:
+        with ThreadPoolExecutor(parallel, thread_name_prefix="log-flushing") as pool:
+            await _in_batches(pool, lm.flush_logs, logs, parallel)
+    except Exception:
+        log.exception("flushing the logs before closing the listeners failed; closing goes on")
+        return False
     log.info("flushed %d log(s) in %.2f s", len(logs), time.monotonic() - started)
+    return True
 
 
 async def close_all(state: BrokerState, flushed: bool = False) -> None:

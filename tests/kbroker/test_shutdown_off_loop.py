@@ -128,3 +128,28 @@ def test_a_close_that_fails_leaves_no_clean_shutdown_marker_and_the_next_start_r
         assert lm2.had_clean_shutdown == {str(tmp_path): False}
         assert lm2.get_log(("t", 0)).log_end_offset == 2
         assert produce(again.bootstrap_servers, "t") == ErrorCode.NONE
+
+
+def test_a_flush_that_fails_while_still_answering_does_not_stop_the_shutdown_which_flushes_every_log_again(tmp_path):
+    b = Broker.start(_config(tmp_path))
+    forced: list[bool] = []
+    try:
+        bootstrap = b.bootstrap_servers
+        assert create(bootstrap, "t", 5).topics[0].error_code == ErrorCode.NONE
+        assert produce(bootstrap, "t") == ErrorCode.NONE
+        lm = b.broker.state.log_manager
+        close_logs = lm.close_logs
+
+        def failing_flush(logs: list[Any]) -> None:
+            raise OSError("disk hiccup")
+
+        def watched(logs: list[Any], flushed: bool = False) -> None:
+            forced.append(not flushed)
+            close_logs(logs, flushed=flushed)
+        lm.flush_logs, lm.close_logs = failing_flush, watched
+    finally:
+        b.stop()
+    assert forced == [True]   # step 2 flushed every log whole
+    assert CleanShutdownFile(str(tmp_path)).exists()
+    points = OffsetCheckpointFile(os.path.join(tmp_path, RECOVERY_POINT_CHECKPOINT_FILE)).read()
+    assert points[("t", 0)] == 1
