@@ -30,6 +30,12 @@
   partition (Kafka's LogSegment.read refuses a negative size); min_bytes is capped at the
   budget, as Kafka caps it.  No data is an empty (not null) records field: librdkafka
   rejects null.
+* Waiting (Kafka's DelayedFetch): fewer than min_bytes found, the Fetch parks until an
+  append to one of its partitions, its max_wait_ms, or a later request read on the same
+  connection (kbroker/fetch_waiters.py), whichever comes first; it then answers what there
+  is.  The last one is kbroker's: Kafka reads nothing more from a connection while its
+  Fetch is parked, so answers leave in the same order; kbroker reads on, and a pipelined
+  request (a starting consumer's ListOffsets) would otherwise wait out max_wait_ms.
 * Transactions: last_stable_offset is the partition's LSO (min(first unstable offset,
   HW)); isolation_level 1 (read_committed) reads stop at the LSO and carry
   aborted_transactions (producer id, first offset) for the range read, from the
