@@ -6,13 +6,10 @@ plain socket sending requests without waiting for answers.  The Fetches here wai
 
 from __future__ import annotations
 
-import socket
-import struct
-
 import pytest
 
 from kbroker import Broker
-from wire.headers import decode_response, encode_request
+from tests.kbroker.wire_client import WireClient
 from wire.messages import (
     FetchRequest,
     FetchResponse,
@@ -30,31 +27,8 @@ DEADLINE_S = 60.0
 TEN_MINUTES_MS = 600_000
 
 
-class Client:
-    def __init__(self, bootstrap: str):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=DEADLINE_S)
-        self.buf = bytearray()
-
-    def send(self, msg, version: int, correlation_id: int) -> None:
-        self.sock.sendall(encode_request(msg, version, correlation_id, "pipelined-test"))
-
-    def receive(self, cls, version: int):
-        self._fill(4)
-        (size,) = struct.unpack_from(">i", self.buf)
-        self._fill(4 + size)
-        frame = bytes(self.buf[4:4 + size])
-        del self.buf[:4 + size]
-        return decode_response(cls, frame, version)
-
-    def _fill(self, n: int) -> None:
-        while len(self.buf) < n:
-            chunk = self.sock.recv(1 << 20)
-            assert chunk, "connection closed"
-            self.buf += chunk
-
-    def close(self) -> None:
-        self.sock.close()
+def Client(bootstrap: str, rcvbuf: int | None = None) -> WireClient:
+    return WireClient(bootstrap, "pipelined-test", rcvbuf)
 
 
 def fetch(offset: int, max_wait_ms: int = TEN_MINUTES_MS) -> FetchRequest:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +21,8 @@ from kbroker import Broker
 from kbroker.connection import KafkaConnection, SendStats
 from kbroker.record_sending import SENDFILE_MIN_BYTES
 from log.file_records import PinnedSlice
-from wire.headers import decode_response, encode_request
+from tests.kbroker.wire_client import WireClient
+from wire.headers import encode_request
 from wire.messages import (
     DeleteRecordsRequest,
     DeleteRecordsResponse,
@@ -48,46 +47,8 @@ def wait_until(what: str, cond: Callable[[], bool]) -> None:
         time.sleep(0.01)
 
 
-class Client:
-    """Framed requests over one socket; ``rcvbuf`` shrinks the receive buffer (a slow reader)."""
-
-    def __init__(self, bootstrap: str, rcvbuf: int | None = None):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.socket()
-        if rcvbuf is not None:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-        self.sock.settimeout(DEADLINE_S)
-        self.sock.connect((host, int(port)))
-        self.buf = bytearray()
-
-    def send(self, msg, version: int, correlation_id: int) -> None:
-        self.sock.sendall(encode_request(msg, version, correlation_id, "zero-copy-test"))
-
-    def _fill(self, n: int) -> None:
-        while len(self.buf) < n:
-            try:
-                chunk = self.sock.recv(1 << 20)
-            except ConnectionResetError:   # a close with our requests unread is a reset
-                chunk = b""
-            assert chunk, f"connection closed with {len(self.buf)} of {n} bytes"
-            self.buf += chunk
-
-    def receive(self, cls, version: int):
-        self._fill(4)
-        (size,) = struct.unpack_from(">i", self.buf)
-        self._fill(4 + size)
-        frame = bytes(self.buf[4:4 + size])
-        del self.buf[:4 + size]
-        return decode_response(cls, frame, version)
-
-    def call(self, msg, version: int, cls, correlation_id: int = 1):
-        self.send(msg, version, correlation_id)
-        corr, resp = self.receive(cls, version)
-        assert corr == correlation_id
-        return resp
-
-    def close(self) -> None:
-        self.sock.close()
+def Client(bootstrap: str, rcvbuf: int | None = None) -> WireClient:
+    return WireClient(bootstrap, "zero-copy-test", rcvbuf)
 
 
 def fetch_request(offsets: dict[int, int], partition_max_bytes: int) -> FetchRequest:
