@@ -12,13 +12,13 @@ Kafka's default.
 
 from __future__ import annotations
 
-import base64
 import re
 import subprocess
 import uuid
 from pathlib import Path
 
 from tests.compat.broker_process import BrokerProcess, free_port
+from wire.uuids import random_uuid, uuid_to_string
 
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
 JARS = KAFKA_DIR / "jars"
@@ -56,8 +56,9 @@ def _java(main: str, args: list[str], heap: list[str]) -> list[str]:
 
 
 def _cluster_id() -> str:
-    # What `kafka-storage.sh random-uuid` prints: a random UUID, URL-safe base64, unpadded.
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # What `kafka-storage.sh random-uuid` prints: a random UUID, URL-safe base64, unpadded,
+    # never starting with '-' (1 in 64 did, and `format -t -...` then failed as an option)
+    return uuid_to_string(random_uuid())
 
 
 class KafkaProcess(BrokerProcess):

@@ -15,11 +15,9 @@ naming the dir and what to do).
 
 from __future__ import annotations
 
-import base64
 import logging
 import os
 import socket
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +41,7 @@ from log.log import Log
 from log.log_dir_checks import LogDirError, check_log_dirs
 from log.log_manager import LogManager
 from log.scheduler import Scheduler
+from wire.uuids import random_uuid, uuid_to_string
 
 if TYPE_CHECKING:
     from kbroker.cluster_runtime import ClusterRuntime
@@ -59,8 +58,9 @@ class TopicInfo:
 
 
 def new_cluster_id() -> str:
-    """Kafka's ``Uuid.randomUuid().toString()``: 16 random bytes, URL-safe base64, no padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+    """Kafka's ``Uuid.randomUuid().toString()``: 16 random bytes, URL-safe base64, no padding,
+    never starting with '-' (which tools would read as an option)."""
+    return uuid_to_string(random_uuid())
 
 
 class ClusterIdMismatchError(LogDirError):
