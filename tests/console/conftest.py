@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from selenium.common.exceptions import StaleElementReferenceException
 
 from tests.compat.broker_process import BrokerProcess, free_port
 
@@ -115,9 +116,14 @@ def screenshot(browser, tmp_path_factory) -> Callable[[str], Path]:
 
 
 def wait_for(predicate: Callable[[], object], timeout_s: float = 60.0, what: str = "") -> object:
+    """Poll ``predicate`` until truthy.  An element of the page being replaced (a form's POST
+    and redirect under way) goes stale between finding it and reading it: not yet, ask again."""
     deadline = time.monotonic() + timeout_s
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except StaleElementReferenceException:
+            value = None
         if value:
             return value
         if time.monotonic() >= deadline:
