@@ -126,6 +126,9 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     # KIP-392 fetch from follower: null = consumers read from leaders only (Kafka's default);
     # the one class accepted is Kafka's rack-aware selector (kbroker/replica_selector.py)
     _k("replica.selector.class", "string", None),
+    # KIP-227 fetch sessions (kbroker/fetch_session.py; Kafka's ServerConfigs names and defaults)
+    _k("max.incremental.fetch.session.cache.slots", "int", 1000, at_least=0),
+    _k("min.incremental.fetch.session.eviction.ms", "int", 120000, at_least=0),
     # ---- topics
     _k("auto.create.topics.enable", "boolean", True),
     _k("delete.topic.enable", "boolean", True),

@@ -81,8 +81,10 @@ import logging
 import time
 from typing import Any
 
+from kbroker import fetch_session_reads
 from kbroker.acl import CLUSTER_ACTION, READ, TOPIC
 from kbroker.authorizer import authorize, authorize_cluster
+from kbroker.fetch_session_reads import IncrementalFetch, PlainFetch
 from kbroker.metrics import TOPIC_STATS
 from kbroker.partition import Partition
 from kbroker.registry import REGISTRY
@@ -320,8 +322,9 @@ def _min_bytes(req: FetchRequest) -> int:
     return min(req.min_bytes, _budget(req))
 
 
-async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: float) -> FetchResponse:
-    tps = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: float,
+                          session: PlainFetch | IncrementalFetch) -> FetchResponse:
+    tps = session.wait_partitions()
     # A request read after this one on the connection ends the wait: its answer leaves
     # after this one, and a client that pipelines (librdkafka's 10,000 ListOffsets of a
     # consumer starting, behind Fetches of the partitions it already knows) would get each
@@ -330,25 +333,24 @@ async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: floa
     later = ctx.request_after() if ctx.request_after is not None else None
     while True:
         await ctx.broker.fetch_waiters.wait(tps, deadline - time.monotonic(), later)
-        resp, total, errors = _read_all(ctx, req)
+        resp, total, errors = _read_all(ctx, session.read_request())
         if total >= _min_bytes(req) or errors or time.monotonic() >= deadline or (
                 later is not None and later.done()):
-            return _counted(ctx, req, resp)
+            return _counted(ctx, req, session.answer(resp))
 
 
 @REGISTRY.register(1, 4, 17)
 def handle_fetch(ctx: RequestContext, req: FetchRequest) -> Any:
-    if ctx.api_version >= 7:
-        if req.session_id != 0:
-            return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
-        if req.session_epoch not in (0, -1):
-            return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     if ctx.api_version >= 13:
         # each topic's name, once per request (the reads, waits and metrics go by name);
         # "" for an unknown id: UNKNOWN_TOPIC_ID for its partitions
         for topic in req.topics:
             topic.topic = name_for_id(ctx.broker, topic.topic_id) or ""
-    resp, total, errors = _read_all(ctx, req)
-    if total >= _min_bytes(req) or errors or req.max_wait_ms <= 0 or not req.topics:
-        return _counted(ctx, req, resp)
-    return _wait_then_read(ctx, req, time.monotonic() + req.max_wait_ms / 1000.0)
+    # KIP-227 (kbroker/fetch_session_reads.py): what to read, and what of it to answer
+    session = fetch_session_reads.begin(ctx, req)
+    if type(session) is FetchResponse:   # a session error
+        return session
+    resp, total, errors = _read_all(ctx, session.read_request())
+    if total >= _min_bytes(req) or errors or req.max_wait_ms <= 0 or session.empty:
+        return _counted(ctx, req, session.answer(resp))
+    return _wait_then_read(ctx, req, time.monotonic() + req.max_wait_ms / 1000.0, session)
