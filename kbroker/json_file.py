@@ -20,6 +20,8 @@ from collections.abc import Awaitable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from log.durable_files import replace_file
+
 T = TypeVar("T")
 
 
@@ -36,12 +38,7 @@ def _dumps(data: Any) -> str:
 
 
 def _write_text_atomically(path: str, text: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    replace_file(path, text.encode("utf-8"))
 
 
 def write_json_atomically(path: str, data: Any) -> None:

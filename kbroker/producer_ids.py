@@ -25,6 +25,7 @@ from typing import Any
 
 from cluster import znodes
 from cluster.coordination import BadVersionError, NodeExistsError, NoNodeError
+from log.durable_files import replace_file
 
 log = logging.getLogger("kbroker.producer_ids")
 
@@ -51,12 +52,7 @@ class ProducerIdManager:
             return 0
 
     def _write(self, end: int) -> int:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(f"{end}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        replace_file(self.path, f"{end}\n".encode("ascii"))
         return end
 
     def generate(self) -> int:

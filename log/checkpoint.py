@@ -33,6 +33,8 @@ import re
 import threading
 import time
 
+from log.durable_files import replace_file
+
 __all__ = [
     "CLEAN_SHUTDOWN_FILE_NAME",
     "LOG_START_OFFSET_CHECKPOINT_FILE",
@@ -69,19 +71,7 @@ def checkpoint_lock(path: str) -> threading.RLock:
 
 
 def _atomic_write(path: str, text: str, sync: bool = True) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        if sync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-    if sync:
-        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    replace_file(path, text.encode("utf-8"), sync)
 
 
 class CheckpointFile:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from log.clock import Clock
 from log.config import LogConfig
+from log.durable_files import fsync_path
 from log.errors import CorruptIndexError, IndexOffsetOverflowError
 from log.files import (
     CLEANED_FILE_SUFFIX,
@@ -200,11 +201,7 @@ class LogLoader:
         for name in swaps:
             _log.info("Recovering file %s by renaming from %s files.", name, SWAP_FILE_SUFFIX)
             os.replace(os.path.join(self.dir, name), os.path.join(self.dir, name[: -len(SWAP_FILE_SUFFIX)]))
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(self.dir)
 
     def _load_segment_files(self) -> None:
         names = sorted(n for n in os.listdir(self.dir) if n.endswith(LOG_FILE_SUFFIX))

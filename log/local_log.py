@@ -29,6 +29,7 @@ import os
 
 from log.clock import Clock
 from log.config import LogConfig
+from log.durable_files import fsync_path
 from log.errors import KafkaStorageError, OffsetOutOfRangeError
 from log.files import (
     CLEANED_FILE_SUFFIX,
@@ -47,14 +48,6 @@ from log.types import EMPTY_RECORDS, FetchDataInfo, LogOffsetMetadata
 __all__ = ["LocalLog"]
 
 _log = logging.getLogger(__name__)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class LocalLog:
@@ -131,7 +124,7 @@ class LocalLog:
                 if self.segments.get(seg.base_offset) is seg and not self.closed:
                     raise
         if with_dir:
-            _fsync_dir(self.dir)
+            fsync_path(self.dir)
 
     def update_log_end_offset(self, end_offset: int) -> None:
         active = self.segments.active_segment()
@@ -272,7 +265,7 @@ class LocalLog:
         ``replace_lock``)."""
         for seg in sorted(new_segments, key=lambda s: s.base_offset, reverse=True):
             seg.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-        _fsync_dir(self.dir)
+        fsync_path(self.dir)
 
     def swap_in(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> list[LogSegment]:
         """Step 2, under the log's lock (renames of segments in the map, no fsync): the new
@@ -299,7 +292,7 @@ class LocalLog:
 
     def fsync_dir(self) -> None:
         """fsync the log's directory (its entries: creations, renames, deletions)."""
-        _fsync_dir(self.dir)
+        fsync_path(self.dir)
 
     def delete_segment_files(self, to_delete: list[LogSegment], async_delete: bool) -> None:
         for seg in to_delete:

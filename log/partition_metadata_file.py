@@ -36,6 +36,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 
+from log.durable_files import fsync_path, replace_file
 from log.log_dir_checks import LogDirError
 from wire.uuids import ZERO_UUID, uuid_from_string, uuid_to_string
 
@@ -133,21 +134,11 @@ class PartitionMetadataFile:
             topic_id = self._dirty
             if topic_id is None:
                 if durable and self._unsynced:
-                    _fsync_path(self.path)
-                    _fsync_path(os.path.dirname(self.path))   # the rename
+                    fsync_path(self.path)
+                    fsync_path(os.path.dirname(self.path))   # the rename
                     self._unsynced = False
                 return
-            tmp = self.path + ".tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.write(fd, encode_partition_metadata(topic_id))
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-            if durable:
-                _fsync_path(os.path.dirname(self.path))
+            replace_file(self.path, encode_partition_metadata(topic_id), durable)
             self._dirty = None
             self._unsynced = not durable
 
@@ -159,14 +150,6 @@ class PartitionMetadataFile:
                 os.remove(self.path)
             except FileNotFoundError:
                 pass
-
-
-def _fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class MetadataFileFlusher:

@@ -57,6 +57,7 @@ import crc32c
 
 from log.clock import Clock
 from log.config import ProducerStateManagerConfig
+from log.durable_files import replace_file
 from log.errors import (
     CorruptSnapshotError,
     InvalidProducerEpochError,
@@ -344,15 +345,7 @@ def write_snapshot(path: str, entries: dict[int, ProducerStateEntry], sync: bool
                             e.last_timestamp, e.coordinator_epoch,
                             -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
     struct.pack_into(">I", body, _CRC_OFFSET, crc32c.crc32c(memoryview(body)[_ENTRIES_OFFSET:]))
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, body)
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    replace_file(path, body, sync)
 
 
 def read_snapshot(path: str) -> list[ProducerStateEntry]:

@@ -27,6 +27,7 @@ import os
 import struct
 from dataclasses import dataclass
 
+from log.durable_files import fsync_path
 from log.errors import CorruptIndexError
 
 __all__ = ["ABORTED_TXN_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearchResult"]
@@ -157,13 +158,9 @@ class TransactionIndex:
 
     def flush(self) -> None:
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
+            fsync_path(self.path)
+        except FileNotFoundError:  # nothing was ever written to it
             return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     def rename_to(self, path: str) -> None:
         if os.path.exists(self.path):

@@ -1,7 +1,7 @@
 """A compaction swap fsyncs the log directory outside the log's lock: appends go on while
 either directory fsync of the swap is blocked, and a truncation waits for the swap instead.
 
-The fsync seam is ``log.local_log._fsync_dir``: the test replaces it with one that blocks the
+The fsync seam is ``log.local_log.fsync_path`` (the name local_log calls): the test replaces it with one that blocks the
 cleaner's thread on an Event the test sets only after every append has returned (or after the
 truncation is seen waiting), so an append that waited for the fsync could never return in
 time: the outcome does not depend on how busy the machine is.
@@ -42,7 +42,7 @@ def _compacted_log(root) -> tuple[Log, LogCleaner]:
 
 
 class GatedDirFsync:
-    """Replaces ``_fsync_dir``: on the cleaner's thread, call number ``block_call`` (1: the
+    """Replaces ``fsync_path``: on the cleaner's thread, call number ``block_call`` (1: the
     fsync of the ``.swap`` files, 2: the one of the final names) announces itself and waits
     for ``release``; every other call fsyncs at once."""
 
@@ -82,8 +82,8 @@ class ContentionRecordingLock:
 def _start_commit(log: Log, cleaner: LogCleaner, monkeypatch, block_call: int):
     job = cleaner.job_for(log)
     job.prepare()
-    gate = GatedDirFsync(local_log_module._fsync_dir, block_call)
-    monkeypatch.setattr(local_log_module, "_fsync_dir", gate)
+    gate = GatedDirFsync(local_log_module.fsync_path, block_call)
+    monkeypatch.setattr(local_log_module, "fsync_path", gate)
     results = []
     committer = threading.Thread(target=lambda: results.append(job.commit()), name="cleaner", daemon=True)
     committer.start()

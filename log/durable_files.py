@@ -1,0 +1,47 @@
+"""Durable file operations shared by every small state file of the storage engine.
+
+Two things, each Kafka's (``Utils.flushDir`` and ``Utils.atomicMoveWithFallback``):
+
+* ``fsync_path(path)``: fsync a file or a directory by its path.  A directory's fsync makes its
+  entries (creations, renames, deletions) durable; Linux needs it after a rename for the new
+  name to survive a crash.
+* ``replace_file(path, data, sync)``: write ``data`` to ``<path>.tmp``, fsync it, rename it over
+  ``path``, fsync the directory.  Readers see the old file or the new one, never a part; a crash
+  leaves at most a stray ``.tmp`` (ignored by every reader and overwritten by the next write).
+  ``sync=False`` keeps the rename (atomic against readers) but skips both fsyncs: for callers on
+  the event loop whose durability comes later from a scheduled durable write.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["TMP_SUFFIX", "fsync_path", "replace_file"]
+
+TMP_SUFFIX = ".tmp"
+
+
+def fsync_path(path: str) -> None:
+    """fsync the file or directory at ``path`` (opened read-only: fsync needs no write access)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_file(path: str, data: bytes, sync: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; durable (file and rename) when ``sync``."""
+    tmp = path + TMP_SUFFIX
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:  # os.write may write less than asked (signals, large buffers)
+            view = view[os.write(fd, view):]
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if sync:
+        fsync_path(os.path.dirname(os.path.abspath(path)))
