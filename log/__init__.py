@@ -14,7 +14,8 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
 * ``LogManager`` (log_manager.py): all logs of a broker over ``log.dirs``; checkpoints,
   clean-shutdown marker, retention/flush/checkpoint tasks on the ``Scheduler``.
 * ``Log`` = ``UnifiedLog`` (log.py): log start offset, high watermark, producer state,
-  retention policy, roll policy, append/read/truncate API for the broker.
+  roll policy, append/read/truncate API for the broker; its retention rules (which whole
+  segments go) are in retention.py.
 * ``LocalLog`` (local_log.py): segments, log end offset, recovery point, roll, read,
   ``.deleted`` renames.  ``LogLoader`` (loader.py): open + crash recovery.
 * ``LogSegments`` / ``LogSegment`` (segments.py, segment.py), ``FileRecords``
@@ -37,7 +38,8 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
 * ``validate_and_assign_offsets`` (validator.py): Kafka's LogValidator, a pure function; its
   walk over every record (record_validation.py) runs in C (``_record_scan.c``, built by
   setup.py), with a pure-Python twin.
-* checkpoint.py (text checkpoints, meta.properties, clean-shutdown marker), config.py
+* checkpoint.py (text checkpoints, meta.properties, clean-shutdown marker),
+  durable_files.py (fsync by path; write-temp-fsync-rename of every small state file), config.py
   (``LogConfig`` with Kafka's topic-config names and defaults, ``CleanerConfig``), files.py (naming),
   types.py (frozen value types), errors.py (Kafka
   error names), clock.py / scheduler.py (injected time, cooperative tasks).

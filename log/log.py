@@ -74,6 +74,7 @@ from log.partition_metadata_file import (
 )
 from log.producer_state import AppendOrigin, ProducerStateManager
 from log.producer_state_rebuild import rebuild_producer_state
+from log.retention import SegmentRetention
 from log.scheduler import Scheduler
 from log.segment import LogSegment, RollParams
 from log.segments import LogSegments
@@ -108,7 +109,7 @@ class FetchIsolation(Enum):
     TXN_COMMITTED = "txn_committed"  # read_committed: up to the last stable offset
 
 
-class Log:
+class Log(SegmentRetention):
     def __init__(self, log_start_offset: int, local_log: LocalLog,
                  producer_state_manager: ProducerStateManager, high_watermark_follows_log_end: bool = True,
                  leader_epoch_cache: LeaderEpochFileCache | None = None) -> None:
@@ -584,53 +585,6 @@ class Log:
                 return True
             return False
 
-    # ------------------------------------------------------------------ retention
-    def delete_old_segments(self) -> int:
-        """Kafka's ``deleteOldSegments``: log-start-offset breach always; with
-        cleanup.policy=delete also retention.bytes then retention.ms.  Returns segments deleted."""
-        if self.config.delete:
-            return (self._delete_log_start_offset_breached_segments()
-                    + self._delete_retention_size_breached_segments()
-                    + self._delete_retention_ms_breached_segments())
-        return self._delete_log_start_offset_breached_segments()
-
-    def _deletable_segments(self, predicate) -> list[LogSegment]:
-        segs = self.segments.values()
-        deletable = []
-        for i, seg in enumerate(segs):
-            nxt = segs[i + 1] if i + 1 < len(segs) else None
-            is_last_and_empty = nxt is None and seg.size() == 0
-            upper = nxt.base_offset if nxt is not None else self.log_end_offset
-            # never delete data at or above the high watermark: the log start offset must not pass it
-            if self.high_watermark >= upper and predicate(seg, nxt) and not is_last_and_empty:
-                deletable.append(seg)
-            else:
-                break
-        return deletable
-
-    def _delete_old_segments(self, predicate) -> int:
-        with self.replace_lock, self.lock:
-            deletable = self._deletable_segments(predicate)
-            return self._delete_segments(deletable) if deletable else 0
-
-    def _delete_segments(self, deletable: list[LogSegment]) -> int:
-        num = len(deletable)
-        to_delete = deletable
-        if self.segments.number_of_segments() == num:
-            # "we must always have at least one segment": the active segment is rolled first,
-            # so what gets deleted is no longer the segment appends go to
-            new_segment = self.roll()
-            if deletable[-1].base_offset == new_segment.base_offset:
-                to_delete = deletable[:-1]
-        self.local_log.check_if_memory_mapped_buffer_closed()
-        if to_delete:
-            higher = self.segments.higher_segment(to_delete[-1].base_offset)
-            assert higher is not None
-            self.maybe_increment_log_start_offset(higher.base_offset, "SegmentDeletion")
-            self.local_log.remove_and_delete_segments(to_delete, async_delete=True)
-        self._delete_producer_snapshots(deletable, async_delete=True)
-        return num
-
     def _delete_producer_snapshots(self, segments: list[LogSegment], async_delete: bool) -> None:
         paths = []
         for seg in segments:
@@ -649,32 +603,6 @@ class Log:
             self.scheduler.schedule_once("delete-producer-snapshot", delete, self.config.file_delete_delay_ms)
         else:
             delete()
-
-    def _delete_retention_ms_breached_segments(self) -> int:
-        retention_ms = self.config.retention_ms
-        if retention_ms < 0:
-            return 0
-        start_ms = self.clock.milliseconds()
-        return self._delete_old_segments(lambda seg, nxt: start_ms - seg.largest_timestamp() > retention_ms)
-
-    def _delete_retention_size_breached_segments(self) -> int:
-        retention_size = self.config.retention_bytes
-        log_size = self.size()
-        if retention_size < 0 or log_size < retention_size:
-            return 0
-        diff = [log_size - retention_size]
-
-        def should_delete(seg: LogSegment, nxt: LogSegment | None) -> bool:
-            if diff[0] - seg.size() >= 0:
-                diff[0] -= seg.size()
-                return True
-            return False
-
-        return self._delete_old_segments(should_delete)
-
-    def _delete_log_start_offset_breached_segments(self) -> int:
-        lso = self.log_start_offset
-        return self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= lso)
 
     # ------------------------------------------------------------------ truncation
     def truncate_to(self, target_offset: int) -> bool:
