@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from kbroker.topic_names import is_internal
+from log.errors import KafkaStorageError
+from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState, TopicInfo
@@ -271,6 +273,13 @@ class TopicCreations:
         while pending := [f for f in (*self._opening, *self._topics.values(),
                                       *(task for _, task in self._growing.values())) if not f.done()]:
             await asyncio.wait(pending)
+
+
+def creation_error_code(exc: BaseException) -> int:
+    """The error code a failed creation answers (Kafka's ``ApiError.fromThrowable`` for what a
+    creation can raise): a log dir's I/O error (``KafkaStorageError``, LogManager's
+    KafkaStorageException) is KAFKA_STORAGE_ERROR, anything else UNKNOWN_SERVER_ERROR."""
+    return exc.error if isinstance(exc, KafkaStorageError) else ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def _loop_running() -> bool:

@@ -38,6 +38,7 @@ from kbroker.metadata_readiness import held_until_metadata_known
 from kbroker.metadata_view import MetadataView, PartitionView, TopicView, metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.topic_creation import creation_error_code
 from kbroker.topic_ids import name_for_id
 from kbroker.topic_names import invalid_reason, is_internal
 from wire.error_codes import ErrorCode
@@ -202,8 +203,8 @@ def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
 
         async def answer_when_created() -> MetadataResponse:
             await asyncio.wait(started.values())
-            failed = {name: ErrorCode.UNKNOWN_SERVER_ERROR for name, task in started.items()
-                      if task.exception() is not None}
+            failed = {name: creation_error_code(exc) for name, task in started.items()
+                      if (exc := task.exception()) is not None}
             return _response(ctx, view, req, names, {**busy, **failed, **denied})
         return answer_when_created() if started else _response(ctx, view, req, names, {**busy, **denied})
 

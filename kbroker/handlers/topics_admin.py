@@ -43,11 +43,11 @@ from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_configs import TopicConfigStore
+from kbroker.topic_creation import creation_error_code
 from kbroker.topic_ids import name_for_id
 from kbroker.topic_names import invalid_reason, is_internal, unify_collision_chars
 from log.config import DEFAULTS as TOPIC_DEFAULTS
 from log.config import SERVER_SYNONYMS
-from log.errors import KafkaStorageError
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ZERO_UUID,
@@ -235,10 +235,8 @@ async def wait_for_creations(creating: list[tuple[Any, asyncio.Future]], timeout
         if not task.done():
             r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
         elif task.exception() is not None:
-            # Kafka's ApiError.fromThrowable: a log dir's I/O error (KafkaStorageException,
-            # log/errors.py's KafkaStorageError) is KAFKA_STORAGE_ERROR, the rest UNKNOWN_SERVER_ERROR
             exc = task.exception()
-            r.error_code = exc.error if isinstance(exc, KafkaStorageError) else ErrorCode.UNKNOWN_SERVER_ERROR
+            r.error_code = creation_error_code(exc)
             r.error_message = str(exc)
         else:
             continue

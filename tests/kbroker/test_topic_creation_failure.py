@@ -73,3 +73,17 @@ def test_a_create_partitions_that_fails_part_way_leaves_the_topic_as_it_was(tmp_
     assert after.error_code == ErrorCode.NONE and len(after.partitions) == 2
     assert registered == [("grown", 0), ("grown", 1)]
     assert dirs == ["grown-0", "grown-1"]
+
+
+def test_an_auto_creation_that_fails_part_way_answers_kafka_storage_error_in_metadata(tmp_path):
+    config = {**_config(tmp_path), "num.partitions": "300"}
+    with Broker.start(config) as b:
+        bootstrap, state = b.bootstrap_servers, b.broker.state
+        (tmp_path / "auto-150").write_bytes(b"not a directory")
+        answer = metadata(bootstrap, "auto", auto=True)
+        registered = [tp for tp in state.partitions if tp[0] == "auto"]
+        dirs = _partition_dirs(tmp_path, "auto")
+    # Kafka's Errors.forException(KafkaStorageException), not UNKNOWN_SERVER_ERROR
+    assert answer.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert answer.name == "auto" and answer.partitions == []
+    assert registered == [] and dirs == []
