@@ -87,6 +87,9 @@ class Snapshot:
     # (group, topic, partition, committed offset, lag or -1 when the partition is not here)
     lags: list[tuple[str, str, int, int, int]] = field(default_factory=list)
     connections: dict[str, int] = field(default_factory=dict)
+    # KIP-227 (kbroker/fetch_session.py): sessions, partitions cached, evictions, incremental
+    # fetches served, session partitions not read because nothing changed
+    fetch_sessions: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
 
 
 class BrokerCollector(Collector):
@@ -120,6 +123,10 @@ class BrokerCollector(Collector):
                               lg.number_of_segments(), lg.high_watermark))
         snap.logs.sort()
         snap.retention_passes = state.log_manager.retention_passes
+        fs = getattr(state, "fetch_sessions", None)
+        if fs is not None:
+            snap.fetch_sessions = (len(fs), fs.num_partitions, fs.evictions, fs.incremental_fetches,
+                                   fs.partitions_skipped)
         snap.cleanings = getattr(getattr(self.broker, "_cleaner", None), "jobs", 0)
         coordinator = state.groups.coordinator
         for g in coordinator.groups.values():
@@ -193,6 +200,19 @@ class BrokerCollector(Collector):
         yield CounterMetricFamily("kafka_server_replicamanager_isrexpands",
                                   "ISR expansions proposed by partitions led here (IsrExpandsPerSec)",
                                   value=s.isr_expands)
+        sessions, cached, evictions, incremental, skipped = s.fetch_sessions
+        yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
+                                "Fetch sessions (KIP-227) in the cache", value=sessions)
+        yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+                                "Partitions of the cached fetch sessions", value=cached)
+        yield CounterMetricFamily("kafka_server_fetchsessioncache_incrementalfetchsessionevictions",
+                                  "Fetch sessions evicted to make room (IncrementalFetchSessionEvictionsPerSec)",
+                                  value=evictions)
+        yield CounterMetricFamily("kbroker_fetchsessioncache_incrementalfetches",
+                                  "Incremental fetches served (kbroker's)", value=incremental)
+        yield CounterMetricFamily("kbroker_fetchsessioncache_partitionsskipped",
+                                  "Session partitions an incremental fetch did not read: nothing changed (kbroker's)",
+                                  value=skipped)
         yield GaugeMetricFamily("kafka_controller_kafkacontroller_activecontrollercount",
                                 "1 on the active controller, else 0", value=s.active_controller)
         yield GaugeMetricFamily("kafka_controller_kafkacontroller_offlinepartitionscount",
