@@ -176,9 +176,25 @@ def _response_by_ids(ctx: RequestContext, view: MetadataView, req: MetadataReque
     return resp
 
 
+def _invalid_request(req: MetadataRequest) -> MetadataResponse:
+    """v10-11 name topics only: a null name or a topic id there is refused as Kafka's
+    handleTopicMetadataRequest does (InvalidRequestException, answered by
+    MetadataRequest.getErrorResponse): every requested topic with INVALID_REQUEST, its name
+    ("" for null), its id, no partitions; no brokers, no cluster id, controller -1."""
+    return MetadataResponse(
+        throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1,
+        topics=[T(error_code=ErrorCode.INVALID_REQUEST, name=t.name if t.name is not None else "",
+                  topic_id=t.topic_id, is_internal=False, partitions=[], topic_authorized_operations=INT_MIN)
+                for t in req.topics],
+        cluster_authorized_operations=INT_MIN)
+
+
 @REGISTRY.register(3, 0, 12)
 @held_until_metadata_known   # a restarted broker: not "no brokers" (kbroker/metadata_readiness.py)
 def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | Awaitable[MetadataResponse]:
+    if 10 <= ctx.api_version < 12 and req.topics and any(t.name is None or t.topic_id != ZERO_UUID
+                                                         for t in req.topics):
+        return _invalid_request(req)
     state = ctx.broker
     view = metadata_view(state)
     if ctx.api_version >= 12 and req.topics and any(t.topic_id != ZERO_UUID for t in req.topics):

@@ -171,3 +171,24 @@ def test_added_partitions_and_the_internal_offsets_topic_carry_their_topics_id(t
         assert offsets_id not in (ZERO_UUID, tid)
     assert file_ids(tmp_path, "grown", 3) == {tid}
     assert file_ids(tmp_path, "__consumer_offsets", 2) == {offsets_id}
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_v10_and_v11_refuse_a_null_topic_name_or_a_topic_id_with_invalid_request(tmp_path, version):
+    T = MetadataRequest.MetadataRequestTopic
+    with Broker.start({**CONFIG, "log.dirs": str(tmp_path)}) as b:
+        tid = create(b, "named", 1)
+        answers = [_call(b.bootstrap_servers, MetadataRequest(topics=topics, allow_auto_topic_creation=False),
+                         version, MetadataResponse)[1]
+                   for topics in ([T(name="named", topic_id=ZERO_UUID), T(name=None, topic_id=ZERO_UUID)],
+                                  [T(name="named", topic_id=tid)])]
+        fine = _call(b.bootstrap_servers, MetadataRequest(topics=[T(name="named", topic_id=ZERO_UUID)],
+                                                          allow_auto_topic_creation=False), version,
+                     MetadataResponse)[1]
+    # Kafka: InvalidRequestException -> MetadataRequest.getErrorResponse
+    null_name, with_id = answers
+    assert [(t.error_code, t.name, t.topic_id, t.partitions) for t in null_name.topics] == [
+        (ErrorCode.INVALID_REQUEST, "named", ZERO_UUID, []), (ErrorCode.INVALID_REQUEST, "", ZERO_UUID, [])]
+    assert [(t.error_code, t.name, t.topic_id) for t in with_id.topics] == [(ErrorCode.INVALID_REQUEST, "named", tid)]
+    assert null_name.brokers == [] and null_name.controller_id == -1 and null_name.cluster_id is None
+    assert [(t.error_code, t.name, t.topic_id) for t in fine.topics] == [(0, "named", tid)]
