@@ -1,4 +1,4 @@
-"""Fetch (key 1), v4-17, sessionless.
+"""Fetch (key 1), v4-17, with KIP-227 fetch sessions.
 
 * Topic ids (v13+, KIP-516): a request names each topic by id; each is resolved once per
   topic to its name (kbroker/topic_ids.py, a dict look-up) before anything is read.  An
@@ -8,11 +8,15 @@
   (KIP-903); v16 adds nothing used here (KIP-951's leader hints are optional tags); v17's
   replica directory id (KIP-853) is ignored.
 
-* Fetch sessions (KIP-227) are declined: every answer carries session_id 0, so Java and
-  kafka-python keep sending full fetches.  A request naming a session we never granted
-  gets FETCH_SESSION_ID_NOT_FOUND; session 0 with an epoch other than 0 (initial) or -1
-  (sessionless) gets INVALID_FETCH_SESSION_EPOCH.
-* Every requested partition is in the answer (Java drops a full response that omits
+* Fetch sessions (KIP-227, kbroker/fetch_session.py and fetch_session_reads.py, as Kafka's
+  FetchManager): (0, -1) sessionless; (0, 0) a full fetch whose answer carries a new
+  session id (0 when the cache has no room); (id, n > 0) incremental: the session's
+  partitions are read (only those whose offsets may have moved) and answered only where
+  Kafka's maybeUpdateResponseData says (records, an error, a new HW or log start offset, a
+  preferred replica, a diverging epoch); FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+  and FETCH_SESSION_TOPIC_ID_ERROR as Kafka.  A throttled answer keeps its session id and
+  data (KIP-219 throttle_time_ms; kbroker does not empty it, so KAFKA-6946 cannot arise).
+* Every requested partition is in a full answer (Java drops a full response that omits
   one), with errors per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE (below
   the log start offset or above the log end offset; from the high watermark to the LEO the
   answer is no records, as Kafka's LocalLog.read), FENCED_LEADER_EPOCH /
