@@ -104,7 +104,7 @@ class CachedPartition:
 
 class FetchSession:
     __slots__ = ("id", "privileged", "parts", "uses_topic_ids", "creation_ms", "last_used_ms", "epoch",
-                 "cached_size", "by_all", "by_privileged")
+                 "cached_size", "by_all", "by_privileged", "reader")
 
     def __init__(self, session_id: int, privileged: bool, parts: dict[Key, CachedPartition],
                  uses_topic_ids: bool, now_ms: int) -> None:
@@ -120,6 +120,7 @@ class FetchSession:
         self.cached_size = -1
         self.by_all = False
         self.by_privileged = False
+        self.reader: Any = None   # the Fetch handler's notes (kbroker/fetch_session_reads.py)
 
     @property
     def size(self) -> int:

@@ -114,26 +114,79 @@ class FullFetch(PlainFetch):
                     cp.source = state.partition(topic.topic, fp.partition)
                     parts[(topic.topic_id if by_id else topic.topic, fp.partition)] = cp
             return parts
-        resp.session_id = self.cache.maybe_create_session(
-            state.clock.milliseconds(), self.context.privileged, size, by_id, make_parts)
+        now = state.clock.milliseconds()
+        resp.session_id = self.cache.maybe_create_session(now, self.context.privileged, size, by_id, make_parts)
+        session = self.cache.get(resp.session_id)
+        if session is not None:
+            session.reader = notes = ReadNotes(state.fetch_waiters.seq, now)
+            notes.by_tp = {(cp.topic, cp.partition): key for key, cp in session.parts.items()}
+            _note_pending(session, [(cp, cp.source) for cp in session.parts.values()], req.isolation_level == 1)
         return resp
+
+
+class ReadNotes:
+    """What the handler remembers per session between its fetches (FetchSession.reader).
+
+    ``seen`` is the FetchWaiters notify number up to which changes were looked at;
+    ``pending`` the session partitions whose last read did not leave them "nothing new"
+    (data left to send, an error, an offset out of range), read again each time;
+    ``by_tp`` maps (topic name, partition) to the session key (id sessions key by topic
+    id); ``swept_ms`` when every session partition was last checked."""
+
+    __slots__ = ("seen", "pending", "by_tp", "swept_ms")
+
+    def __init__(self, seen: int, now_ms: int) -> None:
+        self.seen = seen
+        self.pending: dict[Key, CachedPartition] = {}
+        self.by_tp: dict[tuple[str, int], Key] = {}
+        self.swept_ms = now_ms
+
+
+# Every session partition is checked at least this often (ms), not only those a notify
+# named: what changes without one (the log start offset moved by retention or
+# DeleteRecords, an ACL) reaches the client this much later at most.
+SWEEP_MS = 1000
 
 
 class IncrementalFetch:
     """(id, epoch > 0): read the session's partitions that may have changed; answer the ones
-    that must be sent (IncrementalFetchContext)."""
+    that must be sent (IncrementalFetchContext).
 
-    __slots__ = ("ctx", "req", "context", "_reading", "_skip_ok")
+    Candidates to read: the partitions the request names, those left pending by the last
+    fetch, and those FetchWaiters was notified of (appends, HW moves, leadership and topic
+    changes) since the session last looked; every session partition once per SWEEP_MS.
+    Each candidate is then read only if :func:`_unchanged` cannot rule it out.  Candidates
+    are read pending ones first, then the others (Kafka reads in session order: data-rich
+    partitions rotate to the end there too)."""
+
+    __slots__ = ("ctx", "req", "context", "_reading", "_skip_ok", "_cands")
 
     def __init__(self, ctx: RequestContext, req: FetchRequest, context: Incremental) -> None:
         self.ctx = ctx
         self.req = req
         self.context = context
         self._reading: list[tuple[CachedPartition, Any]] = []
+        self._cands: dict[Key, CachedPartition] = {}
         state = ctx.broker
         self._skip_ok = _replica_id(ctx, req) < 0 and not (
             ctx.api_version >= 11 and req.rack_id and getattr(state, "cluster", None) is not None
             and state.config["replica.selector.class"] is not None)
+        session = context.session
+        notes = session.reader
+        if notes is None:   # made by a FullFetch before the handler kept notes: sweep now
+            notes = session.reader = ReadNotes(state.fetch_waiters.seq, -SWEEP_MS)
+        by_id = session.uses_topic_ids
+        # the partitions this request names (added or updated) are candidates
+        for t in req.topics:
+            for fp in t.partitions:
+                key = (t.topic_id if by_id else t.topic, fp.partition)
+                cp = session.parts.get(key)
+                if cp is not None:
+                    self._cands[key] = cp
+                    notes.by_tp[(cp.topic, cp.partition)] = key
+        if req.forgotten_topics_data:
+            for key in [k for k in notes.pending if k not in session.parts]:
+                del notes.pending[key]
 
     @property
     def empty(self) -> bool:
@@ -142,25 +195,53 @@ class IncrementalFetch:
     def wait_partitions(self) -> list[tuple[str, int]]:
         return [(cp.topic, cp.partition) for cp in self.context.session.parts.values()]
 
-    def read_request(self) -> FetchRequest:
-        """A copy of the request naming the session partitions to read now, in session
-        order, consecutive partitions of a topic under one FetchTopic."""
-        ctx, state = self.ctx, self.ctx.broker
+    def _candidates(self, state: Any) -> dict[Key, CachedPartition]:
         session = self.context.session
+        notes: ReadNotes = session.reader
+        cands = self._cands
+        parts = session.parts
+        waiters = state.fetch_waiters
+        now = state.clock.milliseconds()
+        if now - notes.swept_ms >= SWEEP_MS or not self._skip_ok:
+            notes.swept_ms = now
+            by_id = session.uses_topic_ids
+            if by_id:
+                for cp in parts.values():
+                    if not cp.topic:   # an id unknown when it joined the session: known now?
+                        cp.topic = name_for_id(state, cp.topic_id) or ""
+            notes.by_tp = {(cp.topic, cp.partition): key for key, cp in parts.items()}
+            notes.seen = waiters.seq
+            return dict(parts)
+        ordered = dict(notes.pending)
+        ordered.update(cands)
+        if waiters.seq != notes.seen:   # notified partitions of this session
+            by_tp = notes.by_tp
+            for tp in waiters.changed_since(notes.seen):
+                key = by_tp.get(tp)
+                if key is not None and key not in ordered:
+                    cp = parts.get(key)
+                    if cp is not None:
+                        ordered[key] = cp
+            notes.seen = waiters.seq
+        self._cands = ordered
+        return ordered
+
+    def read_request(self) -> FetchRequest:
+        """A copy of the request naming the session partitions to read now, consecutive
+        partitions of a topic under one FetchTopic."""
+        ctx, state = self.ctx, self.ctx.broker
         read_committed = self.req.isolation_level == 1
         partitions = state.partitions
         cluster = getattr(state, "cluster", None)
         leading = cluster.replicas.leading if cluster is not None else None
-        by_id = session.uses_topic_ids
         skip_ok = self._skip_ok
         may_read: dict[str, bool] = {}
         reading: list[tuple[CachedPartition, Any]] = []
         topics: list[FetchTopic] = []
         current: FetchTopic | None = None
-        skipped = 0
-        for cp in session.parts.values():
-            if by_id and not cp.topic:   # an id unknown when it joined the session: known now?
-                cp.topic = name_for_id(state, cp.topic_id) or ""
+        cands = self._candidates(state)
+        skipped = len(self.context.session.parts) - len(cands)
+        for cp in cands.values():
             name = cp.topic
             p = partitions.get((name, cp.partition))
             if skip_ok and p is not None and p is cp.source and (leading is None or (name, cp.partition) in leading):
@@ -176,15 +257,18 @@ class IncrementalFetch:
                 topics.append(current)
             current.partitions.append(cp.fp)
         self._reading = reading
-        state_cache = getattr(state, "fetch_sessions", None)
-        if state_cache is not None:
-            state_cache.partitions_skipped += skipped
-        read = FetchRequest(replica_id=self.req.replica_id, replica_state=self.req.replica_state,
-                            max_wait_ms=self.req.max_wait_ms, min_bytes=self.req.min_bytes,
-                            max_bytes=self.req.max_bytes, isolation_level=self.req.isolation_level,
-                            session_id=self.req.session_id, session_epoch=self.req.session_epoch,
-                            topics=topics, rack_id=self.req.rack_id)
-        return read
+        # what this read found worth reading stays a candidate if the fetch waits and reads
+        # again: the answer is built from the last read only
+        by_id = self.context.session.uses_topic_ids
+        self._cands = {(cp.topic_id if by_id else cp.topic, cp.partition): cp for cp, _ in reading}
+        cache = getattr(state, "fetch_sessions", None)
+        if cache is not None:
+            cache.partitions_skipped += skipped
+        req = self.req
+        return FetchRequest(replica_id=req.replica_id, replica_state=req.replica_state, max_wait_ms=req.max_wait_ms,
+                            min_bytes=req.min_bytes, max_bytes=req.max_bytes, isolation_level=req.isolation_level,
+                            session_id=req.session_id, session_epoch=req.session_epoch, topics=topics,
+                            rack_id=req.rack_id)
 
     def answer(self, resp: FetchResponse) -> FetchResponse:
         context = self.context
@@ -211,11 +295,24 @@ class IncrementalFetch:
             if kept:
                 topic.partitions = kept
                 kept_topics.append(topic)
-        for cp, p in self._reading:   # the partition objects these answers came from
-            cp.source = p
+        _note_pending(session, self._reading, self.req.isolation_level == 1)
         resp.responses = kept_topics
         resp.session_id = session.id
         return resp
+
+
+def _note_pending(session: Any, reading: list[tuple[CachedPartition, Any]], read_committed: bool) -> None:
+    """After an answer: the partitions read that are not "nothing new" stay candidates."""
+    notes: ReadNotes = session.reader
+    by_id = session.uses_topic_ids
+    pending = notes.pending
+    for cp, p in reading:
+        cp.source = p   # the partition object this answer came from
+        key = (cp.topic_id if by_id else cp.topic, cp.partition)
+        if p is None or not _unchanged(cp, p, read_committed):
+            pending[key] = cp
+        else:
+            pending.pop(key, None)
 
 
 def _unchanged(cp: CachedPartition, p: Any, read_committed: bool) -> bool:

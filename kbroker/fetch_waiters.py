@@ -9,7 +9,7 @@ whether it now has enough.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
 TopicPartition = tuple[str, int]
 
@@ -17,8 +17,25 @@ TopicPartition = tuple[str, int]
 class FetchWaiters:
     def __init__(self) -> None:
         self._waiting: dict[TopicPartition, set[asyncio.Future[None]]] = defaultdict(set)
+        # For KIP-227 sessions (kbroker/fetch_session_reads.py: which of a session's
+        # partitions may have changed since it last looked): every notify is numbered;
+        # ``changed`` holds each notified partition's latest number, oldest first.
+        self.seq = 0
+        self.changed: OrderedDict[TopicPartition, int] = OrderedDict()
+
+    def changed_since(self, seq: int) -> list[TopicPartition]:
+        """The partitions notified after notify number ``seq``, latest first."""
+        out = []
+        for tp, n in reversed(self.changed.items()):
+            if n <= seq:
+                break
+            out.append(tp)
+        return out
 
     def notify(self, tp: TopicPartition) -> None:
+        self.seq += 1
+        self.changed[tp] = self.seq
+        self.changed.move_to_end(tp)
         waiters = self._waiting.pop(tp, None)
         if waiters:
             for fut in waiters:
