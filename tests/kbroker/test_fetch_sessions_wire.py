@@ -200,3 +200,40 @@ def test_no_session_when_the_cache_has_no_slots(tmp_path):
         resp = c.call(fetch(0, 0, {0: 0}), V, FetchResponse)
         assert (resp.error_code, resp.session_id, list(answered(resp))) == (0, 0, [0])
         c.close()
+
+
+def test_data_the_byte_budget_left_out_is_answered_by_the_next_incremental_fetch_unasked(broker):
+    c = broker.client
+    send_produce(c, 0, b"first")
+    send_produce(c, 1, b"second")
+    req = fetch(0, 0, {0: 0, 1: 0})
+    req.max_bytes = 1   # the first batch comes whole, nothing after it
+    full = c.call(req, V, FetchResponse)
+    got = answered(full)
+    assert b"first" in got[0][2] and got[1][:2] == (0, 1) and got[1][2] == b""
+    # p0 moves on; p1 is not named and nothing was appended since: its data is still answered
+    inc = c.call(fetch(full.session_id, 1, {0: 1}), V, FetchResponse)
+    got = answered(inc)
+    assert list(got) == [1] and b"second" in got[1][2]
+
+
+def test_a_log_start_offset_moved_by_delete_records_reaches_the_session(broker):
+    from wire.messages import DeleteRecordsRequest, DeleteRecordsResponse
+
+    c = broker.client
+    send_produce(c, 0, b"a", b"b", b"c")
+    sid = c.call(fetch(0, 0, {0: 3, 1: 0}), V, FetchResponse).session_id
+    assert answered(c.call(fetch(sid, 1), V, FetchResponse)) == {}
+    dr = c.call(DeleteRecordsRequest(topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+        name=TOPIC, partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=2)])],
+        timeout_ms=30_000), 2, DeleteRecordsResponse)
+    assert dr.topics[0].partitions[0].error_code == 0
+    # no notify comes with a log start move: the session's periodic check finds it
+    epoch, log_starts = 2, []
+    for _ in range(600):
+        inc = c.call(fetch(sid, epoch, max_wait_ms=100), V, FetchResponse)
+        epoch += 1
+        log_starts += [p.log_start_offset for t in inc.responses for p in t.partitions if p.partition_index == 0]
+        if log_starts:
+            break
+    assert log_starts == [2]
