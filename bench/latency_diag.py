@@ -20,19 +20,17 @@ from confluent_kafka import Producer
 
 from bench import paired, workloads
 
+_RTTS: list[tuple[float, float]] = []   # (avg, p99) ms of the producer's broker rtt per stats window
+_REAL_PRODUCER = workloads.Producer
 
-def _with_produce_stats(rtts: list[tuple[float, float]]) -> None:
-    """workloads.latency's producer, with librdkafka statistics every 1 s appended to rtts."""
-    real = workloads.Producer
 
-    def make(conf: dict[str, Any]) -> Producer:
-        def cb(s: str) -> None:
-            d = json.loads(s)
-            for b in d["brokers"].values():
-                if b["nodeid"] >= 0 and b["rtt"]["cnt"]:
-                    rtts.append((b["rtt"]["avg"] / 1000, b["rtt"]["p99"] / 1000))
-        return real({**conf, "statistics.interval.ms": 1000, "stats_cb": cb})
-    workloads.Producer = make  # type: ignore[assignment]
+def _producer_with_stats(conf: dict[str, Any]) -> Producer:
+    """workloads.latency's producer, with librdkafka statistics every 1 s into _RTTS."""
+    def cb(s: str) -> None:
+        for b in json.loads(s)["brokers"].values():
+            if b["nodeid"] >= 0 and b["rtt"]["cnt"]:
+                _RTTS.append((b["rtt"]["avg"] / 1000, b["rtt"]["p99"] / 1000))
+    return _REAL_PRODUCER({**conf, "statistics.interval.ms": 1000, "stats_cb": cb})
 
 
 def main() -> None:
@@ -43,6 +41,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--reps", type=int, default=1)
     args = ap.parse_args()
+    workloads.Producer = _producer_with_stats  # type: ignore[assignment]
 
     def body(i: int, order: list[str], tmp: Path) -> dict[str, Any]:
         rep: dict[str, Any] = {b: [] for b in order}
@@ -51,8 +50,8 @@ def main() -> None:
                 for b in (order if k % 2 == 0 else order[::-1]):
                     topic = f"lat-{k}"
                     workloads.create_topic(brokers[b].bootstrap, topic)
-                    rtts: list[tuple[float, float]] = []
-                    _with_produce_stats(rtts)
+                    _RTTS.clear()
+                    rtts = _RTTS
                     lat = workloads.latency(brokers[b].bootstrap, topic, args.rate, args.seconds, args.warmup)
                     r = {q: round(workloads.percentile(lat, q), 2) for q in (50, 99, 99.9)}
                     r["produce_rtt_avg_ms"] = round(statistics.median(a for a, _ in rtts), 3) if rtts else None

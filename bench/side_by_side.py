@@ -17,8 +17,10 @@ Workloads (bench/workloads.py, bench/kafka_dist.py):
  1. produce with confluent-kafka: 1 KiB and 100-byte values, 8 partitions, acks=1 and
     acks=all, linger.ms=5, batch.size=1 MiB;
  2. the same with Kafka's Java ProducerPerformance;
- 3. consume: a confluent-kafka consumer reading the 1 KiB acks=1 topic (1 GiB) from the
-    beginning, and Java ConsumerPerformance reading the same topic;
+ 3. consume: a confluent-kafka consumer reading 1 GiB of 1 KiB records from the beginning,
+    and Java ConsumerPerformance reading the same topic; the topic is written before the
+    first workload in batches closed on size (workloads.fill), so both brokers serve the
+    same batches;
  4. end-to-end latency p50/p99/p99.9 at 1,000 and 10,000 records/s;
  5. cold start: process start to the first acknowledged produce;
  6. peak RSS of the broker process during 1-3 (VmHWM, reset after start-up).
@@ -58,7 +60,7 @@ COMMON = {
 class Sizes:
     mode: str
     repetitions: int
-    consume_mib: int       # the confluent 1 KiB acks=1 produce writes this; both consumers read it
+    consume_mib: int       # both consumers read this (CONSUME_SOURCE); the confluent 1 KiB acks=1 produce writes as much
     produce_mib: int       # every other 1 KiB produce workload
     small_records: int     # the 100-byte produce workloads
     latency_s: float       # per rate, measured
@@ -67,6 +69,8 @@ class Sizes:
     rates: tuple[int, ...] = (1_000, 10_000)
 
 
+# the consume workloads' topic, written by warm_up (workloads.fill)
+CONSUME_SOURCE = "consume-source"
 FULL = Sizes("full", 3, 1024, 512, 2_000_000, 15.0, 5.0, 128)
 QUICK = Sizes("quick", 1, 128, 128, 300_000, 4.0, 2.0, 32)
 
@@ -113,7 +117,7 @@ def throughput_workloads(sizes: Sizes) -> list[Workload]:
 
                 out.append(Workload(fid, run, lambda b, t=topic: workloads.create_topic(b, t),
                                     [_throughput_figure(fid, "produce", label, short, size)]))
-    source = "confluent-1024-acks1"
+    source = CONSUME_SOURCE
     out.append(Workload(
         "consume.confluent",
         lambda b: {"consume.confluent": consume_n / workloads.consume(b, source, consume_n)},
@@ -210,6 +214,11 @@ def warm_up(bootstrap: str, sizes: Sizes) -> None:
     workloads.create_topic(bootstrap, "warm-up")
     workloads.produce(bootstrap, "warm-up", n)
     workloads.consume(bootstrap, "warm-up", n)
+    # the consume workloads' source, written in batches closed on size so both brokers store
+    # the same batches (workloads.fill); the 1 KiB acks=1 produce wrote batches whose size
+    # depended on how fast the broker acknowledged (smaller on the faster one)
+    workloads.create_topic(bootstrap, CONSUME_SOURCE)
+    workloads.fill(bootstrap, CONSUME_SOURCE, sizes.consume_mib * MIB // 1024)
 
 
 def _run_pair(w: Workload, order: list[str], brokers: dict[str, Any], pids: dict[str, int],
@@ -262,7 +271,9 @@ def main() -> None:
         "machine": machine.facts(args.data_dir, kafka_version, kafka_dist.java_version()),
         "settings": {
             "mode": sizes.mode,
-            "sizes": (f"consume source {sizes.consume_mib} MiB, other 1 KiB produce {sizes.produce_mib} MiB, "
+            "sizes": (f"consume source {sizes.consume_mib} MiB (written by an unmeasured produce with "
+                      f"linger.ms={workloads.FILL_LINGER_MS}: batches closed on size, the same on both brokers), "
+                      f"other 1 KiB produce {sizes.produce_mib} MiB, "
                       f"100 B produce {sizes.small_records:,} records, latency {sizes.latency_s:g} s per rate "
                       f"after {sizes.warmup_s:g} s of warm-up at that rate; {sizes.warmup_mib} MiB "
                       "produced and consumed on each broker after start-up, unmeasured"),

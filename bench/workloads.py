@@ -7,6 +7,10 @@ kbroker alone (bench/produce_consume_bench.py).
   ``batch.size=1048576``; timed from the first ``produce()`` to the end of ``flush()``.
 * ``consume``: one confluent-kafka consumer ``assign()``ed to every partition from the
   beginning, timed until the last record arrived.
+* ``fill``: ``produce`` untimed with ``linger.ms=FILL_LINGER_MS``, so every batch closes on
+  size (librdkafka caps one at message.max.bytes, 1,000,000) and the stored batches do not
+  depend on how fast the broker acknowledged: what the consume workloads read is the same
+  on both brokers (bench/results/profile.md, "consume ratio").
 * ``latency``: records produced at a fixed rate, each carrying its send time, read by a
   consumer in another process; produce-to-consume latency per record.
 * ``cold_start``: process start until the first acknowledged produce.
@@ -32,6 +36,9 @@ PARTITIONS = 8
 LINGER_MS = 5
 BATCH_BYTES = 1_048_576
 LATENCY_LINGER_MS = 5
+# linger.ms of ``fill``: long enough that a 1 MB batch fills before it expires at any broker
+# speed measured here (1 KiB records arrive at > 100 MB/s), short enough to end the topic
+FILL_LINGER_MS = 100
 
 
 class Broker(Protocol):
@@ -60,8 +67,14 @@ def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> No
     raise RuntimeError(f"topic {topic} did not appear in {bootstrap}'s metadata")
 
 
+def fill(bootstrap: str, topic: str, n: int, record_bytes: int = 1024) -> None:
+    """``n`` records into ``topic`` in batches closed on size, not on time (see the module
+    docstring): the consume workloads' source, the same batches on either broker."""
+    produce(bootstrap, topic, n, record_bytes, linger_ms=FILL_LINGER_MS)
+
+
 def produce(bootstrap: str, topic: str, n: int, record_bytes: int = 1024, acks: str = "1",
-            partitions: int = PARTITIONS) -> float:
+            partitions: int = PARTITIONS, linger_ms: int | None = None) -> float:
     """Produce ``n`` records; returns the seconds it took (first produce() to flush's end)."""
     value = os.urandom(record_bytes)
     errors: list[str] = []
@@ -69,7 +82,8 @@ def produce(bootstrap: str, topic: str, n: int, record_bytes: int = 1024, acks: 
     def report(err: object, _msg: object) -> None:
         errors.append(str(err))
 
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "batch.size": BATCH_BYTES,
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS if linger_ms is None else linger_ms,
+                  "batch.size": BATCH_BYTES,
                   "acks": acks, "queue.buffering.max.kbytes": 1_048_576,
                   "queue.buffering.max.messages": 1_000_000,
                   # a delivery report only for a failed record: the Python callback per record
@@ -103,7 +117,9 @@ def consume(bootstrap: str, topic: str, n: int, partitions: int = PARTITIONS) ->
         while got < n:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"consume from {bootstrap} stalled at {got} of {n}")
-            for m in c.consume(10_000, 1.0):
+            # never ask for more than is left: consume(k, 1.0) waits out its 1 s timeout when
+            # fewer than k records remain, and that second was timed (both brokers alike)
+            for m in c.consume(min(10_000, n - got), 1.0):
                 if m.error() is not None:
                     raise RuntimeError(f"consume error: {m.error()}")
                 got += 1
