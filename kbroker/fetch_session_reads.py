@@ -192,8 +192,11 @@ class IncrementalFetch:
     def empty(self) -> bool:
         return False   # an emptied session is closed by the classifier (a PlainFetch then)
 
-    def wait_partitions(self) -> list[tuple[str, int]]:
-        return [(cp.topic, cp.partition) for cp in self.context.session.parts.values()]
+    def wait_partitions(self) -> dict[tuple[str, int], Key]:
+        """The session's partitions by (name, index), as FetchWaiters.wait takes a container:
+        not registered one by one (a forgotten partition may linger in it until the next
+        sweep: a wake-up for nothing, no more)."""
+        return self.context.session.reader.by_tp
 
     def _candidates(self, state: Any) -> dict[Key, CachedPartition]:
         session = self.context.session
@@ -240,8 +243,9 @@ class IncrementalFetch:
         topics: list[FetchTopic] = []
         current: FetchTopic | None = None
         cands = self._candidates(state)
+        pending = self.context.session.reader.pending
         skipped = len(self.context.session.parts) - len(cands)
-        for cp in cands.values():
+        for key, cp in cands.items():
             name = cp.topic
             p = partitions.get((name, cp.partition))
             if skip_ok and p is not None and p is cp.source and (leading is None or (name, cp.partition) in leading):
@@ -250,6 +254,8 @@ class IncrementalFetch:
                     allowed = may_read[name] = authorize(ctx, READ, TOPIC, name)
                 if allowed and _unchanged(cp, p, read_committed):
                     skipped += 1
+                    if pending:
+                        pending.pop(key, None)   # nothing left to send there
                     continue
             reading.append((cp, p))
             if current is None or current.topic != name or current.topic_id != cp.topic_id:

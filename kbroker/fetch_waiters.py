@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, defaultdict
+from collections.abc import Collection
 
 TopicPartition = tuple[str, int]
 
@@ -22,6 +23,9 @@ class FetchWaiters:
         # ``changed`` holds each notified partition's latest number, oldest first.
         self.seq = 0
         self.changed: OrderedDict[TopicPartition, int] = OrderedDict()
+        # parked fetches waiting on a container of partitions tested at each notify (a
+        # fetch session's 10,000 partitions, not registered one by one per wait)
+        self._among: dict[asyncio.Future[None], Collection[TopicPartition]] = {}
 
     def changed_since(self, seq: int) -> list[TopicPartition]:
         """The partitions notified after notify number ``seq``, latest first."""
@@ -40,15 +44,25 @@ class FetchWaiters:
         if waiters:
             for fut in waiters:
                 _wake(fut)
+        if self._among:
+            for fut, among in self._among.items():
+                if tp in among:
+                    _wake(fut)
 
-    async def wait(self, tps: list[TopicPartition], timeout_s: float,
+    async def wait(self, tps: list[TopicPartition] | Collection[TopicPartition], timeout_s: float,
                    also: asyncio.Future[None] | None = None) -> None:
         """Return at the first append to any of ``tps``, after ``timeout_s``, or once
-        ``also`` is done."""
+        ``also`` is done.  ``tps``: a list (each partition registered) or another
+        collection, kept as is and asked ``tp in tps`` at each notify (cheap for a large
+        set that changes rarely; costs one test per notify while parked)."""
         if timeout_s <= 0 or (also is not None and also.done()):
             return
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
+        among = type(tps) is not list
+        if among:
+            self._among[fut] = tps
+            tps = []
         for tp in tps:
             self._waiting[tp].add(fut)
 
@@ -64,6 +78,8 @@ class FetchWaiters:
             await fut
         finally:
             timer.cancel()
+            if among:
+                del self._among[fut]
             if also is not None:
                 also.remove_done_callback(woken_by_also)
             for tp in tps:

@@ -237,3 +237,20 @@ def test_a_log_start_offset_moved_by_delete_records_reaches_the_session(broker):
         if log_starts:
             break
     assert log_starts == [2]
+
+
+def test_partitions_caught_up_are_not_checked_again_until_something_changes(broker):
+    c = broker.client
+    sid = c.call(fetch(0, 0, {0: 0, 1: 0, 2: 0}), V, FetchResponse).session_id
+    notes = cache_of(broker).get(sid).reader
+    epoch = 1
+    for p in [0, 1, 2, 0, 1]:
+        send_produce(c, p, b"r")
+        got = answered(c.call(fetch(sid, epoch), V, FetchResponse))
+        epoch += 1
+        hw = got[p][1]
+        assert list(got) == [p] and notes.pending.keys() == {(TOPIC, p)}   # data there, not yet taken
+        # the client moves p on to the HW: nothing is left to send, nothing stays pending
+        assert answered(c.call(fetch(sid, epoch, {p: hw}), V, FetchResponse)) == {}
+        epoch += 1
+        assert notes.pending == {}
