@@ -3,7 +3,9 @@
 
 One :class:`ReplicaFetcher` task per (source broker, fetcher id); a partition goes to
 fetcher ``abs(31 * topic.hashCode() + partition) % num.replica.fetchers`` as Kafka's
-``getFetcherId`` places it.  Each fetcher keeps one connection to its leader and sends Fetch
+``getFetcherId`` places it.  Each fetcher keeps one connection to its leader and a KIP-227
+fetch session with it (kbroker/fetch_session_client.py: full first, then incremental
+requests naming only partitions whose parameters changed), and sends Fetch
 v12 with ``replica_id`` = this broker, per partition ``current_leader_epoch`` (the epoch of
 the LeaderAndIsr that made us follow), ``fetch_offset`` = our LEO, ``last_fetched_epoch`` =
 the latest epoch of our leader epoch cache, our ``log_start_offset``, and Kafka's limits
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbroker import inter_broker_client  # TLS / SASL of the inter-broker listener
 from kbroker.broker_channel import roundtrip
+from kbroker.fetch_session_client import FetchSessionHandler
 from log.errors import LogError
 from log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from wire.error_codes import ErrorCode
@@ -112,6 +115,7 @@ class ReplicaFetcher:
         self._closing = False
         self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._correlation = itertools.count(1)
+        self.session = FetchSessionHandler()   # KIP-227 with the leader (kbroker/fetch_session_client.py)
         self._task = asyncio.ensure_future(self._run())
         self.fetches = 0  # answers processed (tests and logs)
 
@@ -186,9 +190,12 @@ class ReplicaFetcher:
             if pf is not None:
                 pf.delayed_until = now + self.settings.backoff_ms / 1000.0
 
-    def _build(self, ready: dict[TopicPartition, _PartitionFetch]) -> tuple[FetchRequest, dict]:
+    def _build(self, ready: dict[TopicPartition, _PartitionFetch]) -> tuple[FetchRequest, dict, dict, bool]:
+        """(request, tp -> (leader epoch, fetch offset) of every partition fetched, tp ->
+        FetchPartition of the same, whether the request is full).  Incremental requests
+        (KIP-227) name only what changed since the last one."""
         s = self.settings
-        topics: dict[str, list[FetchRequest.FetchPartition]] = {}
+        wanted: dict[TopicPartition, FetchRequest.FetchPartition] = {}
         sent: dict[TopicPartition, tuple[int, int]] = {}
         for tp, pf in ready.items():
             partition = self.state.partition(*tp)
@@ -198,18 +205,27 @@ class ReplicaFetcher:
             latest = lg.latest_epoch
             offset = lg.log_end_offset
             sent[tp] = (pf.leader_epoch, offset)
-            topics.setdefault(tp[0], []).append(FetchRequest.FetchPartition(
+            wanted[tp] = FetchRequest.FetchPartition(
                 partition=tp[1], current_leader_epoch=pf.leader_epoch, fetch_offset=offset,
                 last_fetched_epoch=-1 if latest is None else latest, log_start_offset=lg.log_start_offset,
-                partition_max_bytes=s.max_bytes))
+                partition_max_bytes=s.max_bytes)
+        session_id, epoch, named, forget = self.session.build(wanted)
+        topics: dict[str, list[FetchRequest.FetchPartition]] = {}
+        for tp, fp in named.items():
+            topics.setdefault(tp[0], []).append(fp)
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in forget:
+            forgotten.setdefault(topic, []).append(index)
         req = FetchRequest(replica_id=s.broker_id, max_wait_ms=s.wait_max_ms, min_bytes=s.min_bytes,
-                           max_bytes=s.response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                           max_bytes=s.response_max_bytes, isolation_level=0, session_id=session_id,
+                           session_epoch=epoch,
                            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
-                           forgotten_topics_data=[], rack_id="")
-        return req, sent
+                           forgotten_topics_data=[FetchRequest.ForgottenTopic(topic=t, partitions=ps)
+                                                  for t, ps in forgotten.items()], rack_id="")
+        return req, sent, wanted, epoch == 0
 
     async def _fetch_once(self, ready: dict[TopicPartition, _PartitionFetch]) -> None:
-        req, sent = self._build(ready)
+        req, sent, wanted, full = self._build(ready)
         if not sent:
             for tp in ready:
                 self.partitions.pop(tp, None)
@@ -217,7 +233,7 @@ class ReplicaFetcher:
         resp = await self._send(req, FETCH_VERSION,
                                 (self.settings.socket_timeout_ms + self.settings.wait_max_ms) / 1000.0)
         self.fetches += 1
-        if resp.error_code != ErrorCode.NONE:
+        if not self.session.answered(wanted, full, resp.error_code, resp.session_id):
             log.info("fetch from broker %d answered %s", self.leader_id, ErrorCode(resp.error_code).name)
             self._delay(sent, asyncio.get_running_loop().time())
             return
@@ -340,6 +356,7 @@ class ReplicaFetcher:
             raise
 
     def _drop_connection(self) -> None:
+        self.session.reset()   # a request may be lost with it: start the session over
         if self._conn is not None:
             self._conn[1].close()
             self._conn = None
