@@ -205,14 +205,17 @@ class IncrementalFetch:
         parts = session.parts
         waiters = state.fetch_waiters
         now = state.clock.milliseconds()
-        if now - notes.swept_ms >= SWEEP_MS or not self._skip_ok:
+        every = not self._skip_ok   # a follower's session: every partition, every time
+        if now - notes.swept_ms >= SWEEP_MS:
             notes.swept_ms = now
-            by_id = session.uses_topic_ids
-            if by_id:
+            every = True
+            if session.uses_topic_ids:
                 for cp in parts.values():
                     if not cp.topic:   # an id unknown when it joined the session: known now?
                         cp.topic = name_for_id(state, cp.topic_id) or ""
+            # rebuilt (forgotten partitions linger in it until now; added ones go in at once)
             notes.by_tp = {(cp.topic, cp.partition): key for key, cp in parts.items()}
+        if every:
             notes.seen = waiters.seq
             return dict(parts)
         ordered = dict(notes.pending)
