@@ -254,3 +254,25 @@ def test_partitions_caught_up_are_not_checked_again_until_something_changes(brok
         assert answered(c.call(fetch(sid, epoch, {p: hw}), V, FetchResponse)) == {}
         epoch += 1
         assert notes.pending == {}
+
+
+def test_a_throttled_answer_keeps_its_session_id_and_data(broker):
+    # KAFKA-6946: a consumer over its byte-rate quota gets throttle_time_ms in an answer that
+    # still names its session (kbroker sends the data too, KIP-219)
+    from wire.messages import AlterClientQuotasRequest, AlterClientQuotasResponse
+
+    c = broker.client
+    E, En, Op = (AlterClientQuotasRequest.EntryData, AlterClientQuotasRequest.EntityData,
+                 AlterClientQuotasRequest.OpData)
+    r = c.call(AlterClientQuotasRequest(validate_only=False, entries=[E(
+        entity=[En(entity_type="client-id", entity_name="throttled")],
+        ops=[Op(key="consumer_byte_rate", value=1024.0, remove=False)])]), 1, AlterClientQuotasResponse)
+    assert r.entries[0].error_code == 0
+    send_produce(c, 0, b"x" * 20_000)
+    slow = WireClient(broker.bootstrap_servers, "throttled")
+    full = slow.call(fetch(0, 0, {0: 0, 1: 0}), V, FetchResponse)
+    slow.close()
+    assert full.throttle_time_ms > 0 and full.session_id > 0 and len(answered(full)[0][2]) > 20_000
+    # the session is there: an unthrottled client id may go on with it
+    inc = c.call(fetch(full.session_id, 1, {0: 1}), V, FetchResponse)
+    assert (inc.error_code, inc.session_id, answered(inc)) == (0, full.session_id, {})
