@@ -12,7 +12,9 @@ with and answers through:
 * a session error: the answer itself (top-level error, no partitions, session_id 0).
 
 What an incremental Fetch costs is the point of sessions: a consumer of 10,000 partitions
-names none of them once it has a session, and most have nothing new.  A session partition
+names none of them once it has a session, and most have nothing new.  Only candidates are
+looked at (IncrementalFetch: named, pending, or notified by FetchWaiters since the session
+last looked; all of them once a second), and a candidate
 is read only if something may have changed since the answer that last sent it: the
 partition object is another (deleted, recreated, moved), its high watermark or log start
 offset is not the one last sent, the fetch offset is below the high watermark (the LSO for
