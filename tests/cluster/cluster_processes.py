@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from cluster import znodes
 from kbroker.broker_channel import send_once
 from tests.cluster.zookeeper_process import ZooKeeperProcess
-from tests.compat.broker_process import BrokerProcess
+from tests.compat.broker_process import BrokerProcess, free_port
 from wire.messages import MetadataRequest
 
 T = TypeVar("T")
@@ -117,3 +117,16 @@ class Cluster:
 
     def registered(self) -> set[int]:
         return {int(c) for c in self.admin.get_children(znodes.BROKER_IDS_PATH)}
+
+
+def metered_cluster(root: Path, zk: ZooKeeperProcess, **overrides: str) -> Cluster:
+    """A 3-broker Cluster (not started) whose brokers each serve ``/metrics`` on a port of
+    their own: ``cluster.metrics_ports`` = {broker id: port}."""
+    ports = {broker_id: free_port() for broker_id in (1, 2, 3)}
+
+    def make(broker_id: int, data_dir: Path, o: dict[str, str]) -> BrokerProcess:
+        return BrokerProcess(data_dir, overrides={**o, "kbroker.metrics.port": str(ports[broker_id])})
+
+    c = Cluster(root, zk, make_broker=make, **overrides)
+    c.metrics_ports = ports   # type: ignore[attr-defined]
+    return c

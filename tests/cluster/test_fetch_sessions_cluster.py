@@ -5,17 +5,15 @@ batches, byte for byte, as acks=all produces go through on 12 partitions."""
 
 from __future__ import annotations
 
-import urllib.request
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.cluster.cluster_processes import Cluster, metered_cluster, wait_until
 from tests.cluster.replication_checker import compare_replicas
-from tests.compat.broker_process import BrokerProcess, free_port
+from tests.compat.metrics_scrape import scrape_unlabelled
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -23,21 +21,9 @@ TOPIC = "sessions"
 PARTITIONS = 12
 
 
-def scrape(port: int) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
-        text = resp.read().decode()
-    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
-
-
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    ports = {broker_id: free_port() for broker_id in (1, 2, 3)}
-
-    def make(broker_id: int, data_dir: Path, overrides: dict[str, str]) -> BrokerProcess:
-        return BrokerProcess(data_dir, overrides={**overrides, "kbroker.metrics.port": str(ports[broker_id])})
-
-    c = Cluster(tmp_path_factory.mktemp("sessions"), zookeeper, make_broker=make).start()
-    c.metrics_ports = ports   # type: ignore[attr-defined]
+    c = metered_cluster(tmp_path_factory.mktemp("sessions"), zookeeper).start()
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
     for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], request_timeout=60,
                                  operation_timeout=60).values():
@@ -47,7 +33,7 @@ def cluster(zookeeper, tmp_path_factory):
 
 
 def total(cluster: Cluster, name: str) -> float:
-    return sum(scrape(port)[name] for port in cluster.metrics_ports.values())
+    return sum(scrape_unlabelled(port)[name] for port in cluster.metrics_ports.values())
 
 
 def test_followers_fetch_through_incremental_sessions_and_every_replica_is_identical(cluster):

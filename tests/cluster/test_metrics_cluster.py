@@ -6,15 +6,11 @@ against the cluster) shows the same: three brokers, then the ISR without the dea
 
 from __future__ import annotations
 
-import urllib.request
-from pathlib import Path
-
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.compat.broker_process import BrokerProcess, free_port
+from tests.cluster.cluster_processes import Cluster, metered_cluster, wait_until
+from tests.compat.metrics_scrape import scrape_unlabelled
 from tests.console.helpers import ConsoleProcess, cells, get
 
 pytestmark = pytest.mark.timeout(600)
@@ -22,23 +18,9 @@ pytestmark = pytest.mark.timeout(600)
 REPLICATED, SOLO = "urp", "solo"
 
 
-def scrape(port: int) -> dict[str, float]:
-    """Unlabelled samples of one broker's /metrics: {name: value}."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
-        text = resp.read().decode()
-    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
-
-
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    ports = {broker_id: free_port() for broker_id in (1, 2, 3)}
-
-    def make(broker_id: int, data_dir: Path, overrides: dict[str, str]) -> BrokerProcess:
-        return BrokerProcess(data_dir, overrides={**overrides, "kbroker.metrics.port": str(ports[broker_id])})
-
-    c = Cluster(tmp_path_factory.mktemp("metrics"), zookeeper, make_broker=make,
-                **{"replica.lag.time.max.ms": "3000"}).start()
-    c.metrics_ports = ports   # type: ignore[attr-defined]
+    c = metered_cluster(tmp_path_factory.mktemp("metrics"), zookeeper, **{"replica.lag.time.max.ms": "3000"}).start()
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
     for f in admin.create_topics([NewTopic(REPLICATED, 3, 3), NewTopic(SOLO, 3, 1)],
                                  request_timeout=60, operation_timeout=60).values():
@@ -53,7 +35,7 @@ def partitions(cluster: Cluster, topic: str):
 
 
 def live_sum(cluster: Cluster, name: str) -> float:
-    return sum(scrape(cluster.metrics_ports[b])[name] for b, p in cluster.brokers.items() if p.alive())
+    return sum(scrape_unlabelled(cluster.metrics_ports[b])[name] for b, p in cluster.brokers.items() if p.alive())
 
 
 def check_console(cluster: Cluster, base: str, solo_on_3: int) -> None:

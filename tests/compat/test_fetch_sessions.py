@@ -7,15 +7,14 @@ changed; none of them move for a client that fetches sessionless)."""
 from __future__ import annotations
 
 import subprocess
-import urllib.request
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.compat.broker_process import free_port
 from tests.compat.java_admin import JAVA_DIR
+from tests.compat.metrics_scrape import scrape_unlabelled
 from tests.compat.test_topic_ids import java_clients
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(600)]
@@ -23,14 +22,8 @@ DEADLINE_S = 60.0
 PARTITIONS = 64
 
 
-def scrape(port: int) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
-        text = resp.read().decode()
-    return {s.name: s.value for fam in text_string_to_metric_families(text) for s in fam.samples if not s.labels}
-
-
 def session_figures(port: int) -> tuple[float, float]:
-    m = scrape(port)
+    m = scrape_unlabelled(port)
     return (m["kbroker_fetchsessioncache_incrementalfetches_total"],
             m["kbroker_fetchsessioncache_partitionsskipped_total"])
 

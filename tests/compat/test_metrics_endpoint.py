@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.compat.broker_process import ROOT, free_port
+from tests.compat.metrics_scrape import scrape_labelled
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(300)]
 
@@ -25,17 +25,7 @@ TOPIC = "metrics-orders"
 GROUP = "metrics-readers"
 
 
-def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of /metrics as {(name, sorted labels): value}."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
-        assert resp.status == 200
-        assert resp.headers["Content-Type"].startswith("text/plain")
-        text = resp.read().decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return samples
+scrape = scrape_labelled
 
 
 def value(samples: dict, name: str, **labels: str) -> float:
