@@ -208,7 +208,8 @@ class IncrementalFetch:
         waiters = state.fetch_waiters
         now = state.clock.milliseconds()
         every = not self._skip_ok   # a follower's session: every partition, every time
-        if now - notes.swept_ms >= SWEEP_MS:
+        changed = [] if every or waiters.seq == notes.seen else waiters.changed_since(notes.seen)
+        if now - notes.swept_ms >= SWEEP_MS or changed is None:
             notes.swept_ms = now
             every = True
             if session.uses_topic_ids:
@@ -222,9 +223,9 @@ class IncrementalFetch:
             return dict(parts)
         ordered = dict(notes.pending)
         ordered.update(cands)
-        if waiters.seq != notes.seen:   # notified partitions of this session
+        if changed:   # notified partitions of this session
             by_tp = notes.by_tp
-            for tp in waiters.changed_since(notes.seen):
+            for tp in changed:
                 key = by_tp.get(tp)
                 if key is not None and key not in ordered:
                     cp = parts.get(key)

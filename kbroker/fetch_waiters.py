@@ -14,6 +14,11 @@ from collections.abc import Collection
 
 TopicPartition = tuple[str, int]
 
+# ``changed`` keeps at most this many partitions (one entry per partition ever notified, so
+# it grows only with topic churn); the oldest entries go first and a session that last
+# looked before them reads all of its partitions once (changed_since answers None).
+MAX_CHANGED = 100_000
+
 
 class FetchWaiters:
     def __init__(self) -> None:
@@ -23,12 +28,16 @@ class FetchWaiters:
         # ``changed`` holds each notified partition's latest number, oldest first.
         self.seq = 0
         self.changed: OrderedDict[TopicPartition, int] = OrderedDict()
+        self.dropped_upto = 0   # the latest notify number ``changed`` no longer holds
         # parked fetches waiting on a container of partitions tested at each notify (a
         # fetch session's 10,000 partitions, not registered one by one per wait)
         self._among: dict[asyncio.Future[None], Collection[TopicPartition]] = {}
 
-    def changed_since(self, seq: int) -> list[TopicPartition]:
-        """The partitions notified after notify number ``seq``, latest first."""
+    def changed_since(self, seq: int) -> list[TopicPartition] | None:
+        """The partitions notified after notify number ``seq``, latest first; None when
+        some of them may have been dropped (MAX_CHANGED): the caller looks at everything."""
+        if seq < self.dropped_upto:
+            return None
         out = []
         for tp, n in reversed(self.changed.items()):
             if n <= seq:
@@ -40,6 +49,8 @@ class FetchWaiters:
         self.seq += 1
         self.changed[tp] = self.seq
         self.changed.move_to_end(tp)
+        if len(self.changed) > MAX_CHANGED:
+            self.dropped_upto = self.changed.popitem(last=False)[1]
         waiters = self._waiting.pop(tp, None)
         if waiters:
             for fut in waiters:

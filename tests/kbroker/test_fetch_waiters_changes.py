@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from kbroker import fetch_waiters
 from kbroker.fetch_waiters import FetchWaiters
 
 
@@ -33,3 +34,19 @@ def test_a_wait_on_a_container_wakes_for_its_partitions_only():
         await asyncio.wait_for(parked, 60.0)
         return early, not w._among
     assert asyncio.run(scenario()) == (False, True)
+
+
+def test_changed_keeps_a_bounded_number_of_partitions_and_says_when_it_cannot_answer(monkeypatch):
+    monkeypatch.setattr(fetch_waiters, "MAX_CHANGED", 3)
+    w = FetchWaiters()
+    for p in range(3):
+        w.notify(("old", p))
+    seen = w.seq
+    for p in range(2):
+        w.notify(("new", p))
+    # ("old", 0) and ("old", 1) were dropped: a reader that saw up to them still gets an answer
+    assert len(w.changed) == 3
+    assert w.changed_since(seen) == [("new", 1), ("new", 0)]
+    # one that looked before the dropped ones cannot be told what changed: None, look at all
+    assert w.changed_since(0) is None and w.changed_since(1) is None
+    assert w.changed_since(2) == [("new", 1), ("new", 0), ("old", 2)]
