@@ -84,7 +84,7 @@ def test_elect_leaders_answers_per_partition_while_the_preferred_replica_is_away
     create_topic(cluster, "pref", 2, assignment=[[1, 2], [2, 1]])
     assert leaders(cluster, "pref") == {0: 1, 1: 2}
     assert cluster.brokers[1].stop(timeout_s=120) == 0  # controlled shutdown: pref-0 to broker 2
-    assert leaders(cluster, "pref") == {0: 2, 1: 2}
+    wait_until(lambda: leaders(cluster, "pref") == {0: 2, 1: 2}, "pref-0 led by broker 2 in metadata")
     client = admin(cluster)
     wanted = [TopicPartition("pref", 0), TopicPartition("pref", 1), TopicPartition("nope", 0)]
     results = client.elect_leaders(ElectionType.PREFERRED, wanted).result(60)
@@ -101,7 +101,9 @@ def test_elect_leaders_answers_per_partition_while_the_preferred_replica_is_away
         ("pref", 0): None,  # elected: broker 1 leads again
         ("pref", 1): ErrorCode.ELECTION_NOT_NEEDED,
         ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-    assert leaders(cluster, "pref") == {0: 1, 1: 2}
+    # the controller answers once it has elected; the other brokers' metadata (which the
+    # admin client may ask) follows with UpdateMetadata, as in Kafka: wait for it
+    wait_until(lambda: leaders(cluster, "pref") == {0: 1, 1: 2}, "pref-0 led by broker 1 in metadata")
 
 
 def preferred_everywhere(cluster: Cluster) -> bool:
@@ -137,7 +139,7 @@ def test_elect_leaders_sent_to_a_broker_that_is_not_the_controller_is_not_contro
 
 def test_the_preferred_replica_election_znode_runs_an_election_and_is_consumed(cluster):
     assert cluster.brokers[1].stop(timeout_s=120) == 0
-    assert leaders(cluster, "pref") == {0: 2, 1: 2}
+    wait_until(lambda: leaders(cluster, "pref") == {0: 2, 1: 2}, "pref-0 led by broker 2 in metadata")
     start_and_rejoin(cluster, 1, [("pref", 0)])
     controller, _ = cluster.controller()
     cluster.admin.create(znodes.PREFERRED_REPLICA_ELECTION_PATH,
