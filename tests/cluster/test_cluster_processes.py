@@ -419,8 +419,9 @@ def test_sigterm_moves_leadership_off_the_broker_before_it_exits(cluster):
     log = cluster.brokers[victim].log_text()
     assert "controlled shutdown succeeded" in log, log[-3000:]
     # The move happened while the broker was still registered: the new leader was elected
-    # by the controlled-shutdown election, not after the broker's session went away.
-    assert leaders(cluster, "rf2") == {0: other}
+    # by the controlled-shutdown election, not after the broker's session went away (the
+    # brokers' metadata shows it once their UpdateMetadata arrives: waited for).
+    wait_until(lambda: leaders(cluster, "rf2") == {0: other}, "rf2-0 led by the other replica in metadata")
     cluster.brokers[victim].start(timeout_s=120)
     wait_until(lambda: cluster.registered() == {1, 2, 3}, "the broker back")
     cluster.wait_serving()
