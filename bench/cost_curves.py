@@ -99,6 +99,20 @@ def delete_topic(bootstrap: str, topic: str, timeout_s: float = 300) -> None:
     raise RuntimeError(f"{topic} still in {bootstrap}'s metadata {timeout_s} s after its deletion")
 
 
+def wait_files_deleted(data_dir: Path, topic: str, timeout_s: float = 300) -> float:
+    """Wait until no partition directory of ``topic`` is left under ``data_dir`` (a deleted
+    topic's directories are renamed ``<topic>-<p>.<id>-delete`` and removed after
+    file.delete.delay.ms, 60 s on both brokers); returns the seconds waited.  The next point
+    must not share the machine with the previous point's file deletion."""
+    t0 = time.monotonic()
+    prefix = topic + "-"
+    while any(d.name.startswith(prefix) for d in data_dir.rglob(prefix + "*") if d.is_dir()):
+        if time.monotonic() - t0 > timeout_s:
+            raise RuntimeError(f"{topic}'s directories still under {data_dir} {timeout_s} s after its deletion")
+        time.sleep(1)
+    return time.monotonic() - t0
+
+
 def produce_many(bootstrap: str, topic: str, n: int, connections: int, partitions: int) -> float:
     """``n`` 1 KiB records through ``connections`` producers; seconds from first produce to last flush."""
     value = os.urandom(1024)
@@ -181,7 +195,7 @@ def body(mib: int, partition_points: tuple[int, ...] = PARTITION_POINTS,
 
                 def cons(bs: str, pid: int, parts: int = parts, topic: str = topic) -> dict[str, float]:
                     cpu0 = workloads.cpu_seconds(pid)
-                    s = workloads.consume(bs, topic, n, partitions=parts)
+                    s = workloads.consume(bs, topic, n, partitions=parts, offset=0, connect_first=True)
                     return point(f"p{parts}.consume")(s, pid, cpu0)
 
                 measurable = [b for b in order if b in rep["create_s"].get(topic, {})]
@@ -189,6 +203,9 @@ def body(mib: int, partition_points: tuple[int, ...] = PARTITION_POINTS,
                 paired.run_pair(f"{parts} partitions consume", cons, measurable, brokers, rep)
                 for b in measurable:   # the next point measures its own partitions only
                     delete_topic(brokers[b].bootstrap, topic)
+                for b in measurable:   # ... and runs once their files are gone
+                    waited = wait_files_deleted(brokers[b].data_dir, topic)
+                    paired.log(f"{b}: {topic}'s files deleted after {waited:.0f} s")
         return rep
     return run
 

@@ -106,10 +106,21 @@ def produce(bootstrap: str, topic: str, n: int, record_bytes: int = 1024, acks: 
     return elapsed
 
 
-def consume(bootstrap: str, topic: str, n: int, partitions: int = PARTITIONS) -> float:
-    """Read ``n`` records from the beginning of every partition; returns the seconds it took."""
+def consume(bootstrap: str, topic: str, n: int, partitions: int = PARTITIONS,
+            offset: int = OFFSET_BEGINNING, connect_first: bool = False) -> float:
+    """Read ``n`` records from ``offset`` (default the beginning) of every partition; returns
+    the seconds it took, from just after ``assign()`` to the last record.
+
+    ``connect_first``: the consumer fetches the topic's metadata (connecting to the broker)
+    before the clock starts, as ``cost_curves.produce_many`` connects its producers.  With
+    ``offset`` a real offset the consumer sends no ListOffsets: librdkafka asks for a logical
+    offset (BEGINNING) with one ListOffsets request per partition, and at thousands of
+    partitions some of those leave its queue seconds late on either broker
+    (bench/results/cost_curves.md, "Consume at 10,000 partitions")."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    if connect_first:
+        c.list_topics(topic, timeout=60)
+    c.assign([TopicPartition(topic, p, offset) for p in range(partitions)])
     got = 0
     t0 = time.perf_counter()
     deadline = time.monotonic() + 600
