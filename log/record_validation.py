@@ -236,7 +236,8 @@ def _wrap64(v: int) -> int:
 def check_records(scan: RecordScan, data, start: int, end: int, count: int, *,
                   base_offset: int, base_timestamp: int, batch_max_timestamp: int,
                   batch_log_append_time: bool, topic_log_append_time: bool, compacted: bool,
-                  now_ms: int, before_max_ms: int, after_max_ms: int, topic_partition: str) -> None:
+                  now_ms: int, before_max_ms: int, after_max_ms: int,
+                  topic_partition: tuple[str, int] | str | None) -> None:
     """Kafka's ``validateRecord`` over each record of one batch, then ``processRecordErrors``.
 
     A record's timestamp is ``baseTimestamp + timestampDelta`` (Java long arithmetic), or the
@@ -263,6 +264,8 @@ def check_records(scan: RecordScan, data, start: int, end: int, count: int, *,
         suspicious = True
     if not suspicious:
         return
+    if not isinstance(topic_partition, str):   # named only in messages: formatted only for them
+        topic_partition = f"{topic_partition[0]}-{topic_partition[1]}" if topic_partition else "unknown"
     errors: list[tuple[bool, RecordError]] = []  # (is a timestamp error, the error)
     for index, r in enumerate(iter_record_fields(data, start, end, count)):
         if compacted and r.key_size < 0:

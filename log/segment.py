@@ -50,8 +50,8 @@ _RECOVERY_CHUNK = 4 * 1024 * 1024
 _INT32_MAX = (1 << 31) - 1
 
 
-@dataclass(frozen=True, slots=True)
-class RollParams:
+@dataclass(slots=True)
+class RollParams:   # made per append: not frozen (a frozen init costs ~0.5 us more)
     max_segment_ms: int
     max_segment_bytes: int
     max_timestamp_in_messages: int

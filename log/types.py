@@ -144,8 +144,8 @@ class FetchDataInfo:
     next_batch: tuple[int, int] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+@dataclass(slots=True)
+class LogAppendInfo:   # one per append: not frozen (a frozen init costs ~1 us more; no one mutates it)
     """What an append did: offsets assigned, max timestamp, LogAppendTime (or -1), log start
     offset, record count and bytes.  ``duplicate`` is true when an idempotent producer's batch
     was recognised as already written; then nothing was appended and the offsets are those of

@@ -54,7 +54,16 @@ from log.errors import (
 from log.producer_state import AppendOrigin
 from log.recompression import needs_recompression, recompress
 from log.record_validation import MalformedRecordError, check_records, scan_records
-from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
+from wire.batch_header import (
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    NO_PRODUCER_ID,
+    TIMESTAMP_TYPE_BIT,
+    BatchHeader,
+    parse_header,
+)
 from wire.compression import decompress
 from wire.errors import CorruptRecordError as WireCorruptRecordError
 from wire.errors import DecodeError
@@ -72,8 +81,8 @@ __all__ = ["ValidationResult", "validate_and_assign_offsets"]
 _I64_SIGN = 1 << 63
 
 
-@dataclass(frozen=True, slots=True)
-class ValidationResult:
+@dataclass(slots=True)
+class ValidationResult:   # not frozen: a frozen init costs ~1 us per append, and no one mutates it
     records: memoryview  # the validated (and patched) bytes, whole batches only
     first_offset: int
     last_offset: int
@@ -97,7 +106,7 @@ def _writable(buf) -> memoryview:
 
 
 def _walk_records(mv: memoryview, pos: int, h: BatchHeader, now_ms: int, config: LogConfig,
-                  tp: str) -> tuple[int, int, bool]:
+                  tp: tuple[str, int] | None, log_append: bool) -> tuple[int, int, bool]:
     """Kafka's LogValidator record loop over the batch at ``pos`` (header already checked).
     Returns (max record timestamp or -1, index of the first record holding it or -1, whether
     a compressed batch must be rebuilt because its offset deltas are not 0..n-1)."""
@@ -105,9 +114,10 @@ def _walk_records(mv: memoryview, pos: int, h: BatchHeader, now_ms: int, config:
     if count <= 0:
         return -1, -1, False
     end = pos + h.batch_length + LOG_OVERHEAD
-    if h.compression:
+    codec = h.attributes & COMPRESSION_MASK
+    if codec:
         try:
-            data = decompress(h.compression, mv[pos + HEADER_SIZE : end])
+            data = decompress(codec, mv[pos + HEADER_SIZE : end])
         except DecodeError as e:
             raise CorruptRecordError(f"Record batch payload cannot be decompressed: {e}") from None
         start, stop = 0, len(data)
@@ -117,14 +127,13 @@ def _walk_records(mv: memoryview, pos: int, h: BatchHeader, now_ms: int, config:
         scan = scan_records(data, start, stop, count)
     except MalformedRecordError as e:
         raise InvalidRecordError(str(e)) from None
-    log_append = config.log_append_time
     check_records(scan, data, start, stop, count, base_offset=h.base_offset,
                   base_timestamp=h.base_timestamp, batch_max_timestamp=h.max_timestamp,
                   batch_log_append_time=h.is_log_append_time, topic_log_append_time=log_append,
                   compacted=config.compact, now_ms=now_ms,
                   before_max_ms=config.message_timestamp_before_max_ms,
                   after_max_ms=config.message_timestamp_after_max_ms, topic_partition=tp)
-    if h.is_log_append_time:  # every record reads as the batch's maxTimestamp
+    if h.attributes & TIMESTAMP_TYPE_BIT:  # every record reads as the batch's maxTimestamp
         max_ts, index = h.max_timestamp, 0
     else:
         max_ts, index = h.base_timestamp + scan.max_ts_delta, scan.index_of_max
@@ -132,7 +141,7 @@ def _walk_records(mv: memoryview, pos: int, h: BatchHeader, now_ms: int, config:
             max_ts = ((max_ts + _I64_SIGN) & (2 * _I64_SIGN - 1)) - _I64_SIGN  # with no bounds)
     if max_ts <= -1:  # Kafka keeps the max from NO_TIMESTAMP (-1) with a strict '>'
         max_ts, index = -1, -1
-    return max_ts, index, bool(h.compression) and not scan.offsets_in_order
+    return max_ts, index, bool(codec) and not scan.offsets_in_order
 
 
 def _rebuild(mv: memoryview, pos: int, h: BatchHeader, log_append_time: int | None) -> bytes:
@@ -167,7 +176,8 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
     record_count = 0
     source_compression = 0
     log_append = config.log_append_time
-    tp = f"{topic_partition[0]}-{topic_partition[1]}" if topic_partition else "unknown"
+    max_message_bytes = config.max_message_bytes
+    client = origin is AppendOrigin.CLIENT
     rebuilt: dict[int, bytes] = {}  # batch index -> its rebuilt bytes (compressed, deltas out of order)
     sizes: list[int] = []  # each batch's size as sent
     while n - pos >= LOG_OVERHEAD:
@@ -183,17 +193,18 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
             raise CorruptRecordError(f"Unknown record batch magic {h.magic}")
         if pos + size > n:
             break  # partial trailing batch: trimmed (Kafka's trimInvalidBytes)
-        if size > config.max_message_bytes:
+        if size > max_message_bytes:
             raise RecordTooLargeError(
-                f"The record batch size in the append is {size} bytes which exceeds the maximum configured value of {config.max_message_bytes}.")
+                f"The record batch size in the append is {size} bytes which exceeds the maximum configured value of {max_message_bytes}.")
         # Kafka's ensureValid, on the decoded header (the same checks as wire's
         # RecordBatch.validate, without a property call per field: this is the hot path)
         if crc32c.crc32c(mv[pos + 21 : pos + size]) != h.crc:
             raise CorruptRecordError(f"Record is corrupt (stored crc = {h.crc})")
-        if h.compression > 4 or h.record_count < 0 or h.last_offset_delta < 0 \
+        attributes = h.attributes
+        if attributes & COMPRESSION_MASK > 4 or h.record_count < 0 or h.last_offset_delta < 0 \
                 or h.record_count > h.last_offset_delta + 1:
             raise CorruptRecordError("Record batch header is inconsistent (codec, count or offset delta)")
-        if origin is AppendOrigin.CLIENT:
+        if client:
             if h.base_offset != 0:
                 raise InvalidRecordError(f"The baseOffset of the record batch in the append should be 0, but it is {h.base_offset}")
             if h.last_offset_delta + 1 <= 0:
@@ -202,19 +213,22 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
                 raise InvalidRecordError("Invalid reported count for record batch")
             if h.last_offset_delta + 1 != h.record_count:
                 raise InvalidRecordError("Inconsistent batch offset range and record count")
-            if h.is_control:
+            if attributes & CONTROL_BIT:
                 raise InvalidRecordError("Clients are not allowed to write control records")
-            if h.has_producer_id and h.base_sequence < 0:
+            if h.producer_id > NO_PRODUCER_ID and h.base_sequence < 0:
                 raise InvalidRecordError("Invalid sequence number")
         if assign_offsets:
-            batch_max, index_of_max, rebuild = _walk_records(mv, pos, h, now_ms, config, tp)
+            batch_max, index_of_max, rebuild = _walk_records(mv, pos, h, now_ms, config, topic_partition,
+                                                             log_append)
             set_base_offset(mv, pos, offset)
             if partition_leader_epoch >= 0:
                 set_partition_leader_epoch(mv, pos, partition_leader_epoch)
             if log_append:
                 batch_max, index_of_max = now_ms, 0
                 set_max_timestamp(mv, pos, TimestampType.LOG_APPEND_TIME, now_ms)
-            else:
+            elif attributes & TIMESTAMP_TYPE_BIT or h.max_timestamp != batch_max:
+                # (a CreateTime batch whose header already holds its records' max, the
+                # common case, is left as it is: set_max_timestamp would write nothing)
                 set_max_timestamp(mv, pos, TimestampType.CREATE_TIME, batch_max)
             h = parse_header(mv, pos)
             if rebuild:
@@ -232,8 +246,8 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
                 shallow_offset_of_max = offset_of_max = h.base_offset + h.last_offset_delta
         offset = h.base_offset + h.last_offset_delta + 1
         record_count += h.record_count
-        if h.compression:
-            source_compression = h.compression
+        if attributes & COMPRESSION_MASK:
+            source_compression = attributes & COMPRESSION_MASK
         headers.append(h)
         sizes.append(size)
         pos += size

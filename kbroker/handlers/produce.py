@@ -34,6 +34,8 @@ at once with its error, as in Kafka.
 
 from __future__ import annotations
 
+import struct
+
 from kbroker.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.authorizer import authorize
 from kbroker.metrics import TOPIC_STATS
@@ -41,11 +43,14 @@ from kbroker.registry import NO_RESPONSE, REGISTRY, CloseConnection
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import is_internal
 from log.errors import LogError
+from wire.batch_header import COMPRESSION_MASK, HEADER_SIZE
 from wire.compression import Compression
 from wire.error_codes import ErrorCode
 from wire.errors import CorruptRecordError
 from wire.messages import ProduceRequest, ProduceResponse
 from wire.record_batch import LOG_OVERHEAD, MAGIC_V2, RecordBatch
+
+_I32 = struct.Struct(">i")
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
@@ -56,6 +61,12 @@ def _check_single_batch(records: memoryview | None, version: int) -> ErrorCode:
         return ErrorCode.INVALID_RECORD
     if records[LOG_OVERHEAD + 4] != MAGIC_V2:
         return ErrorCode.INVALID_RECORD
+    n = len(records)
+    if n >= HEADER_SIZE and _I32.unpack_from(records, 8)[0] + LOG_OVERHEAD == n \
+            and records[_ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK < Compression.ZSTD:
+        # the common case, read in place (batchLength is the int32 at bytes 8-11): one whole
+        # batch, a codec every version accepts; anything else takes the checks below
+        return ErrorCode.NONE
     try:
         batch = RecordBatch(records, 0)
     except CorruptRecordError:
