@@ -89,12 +89,13 @@ class LogOffsetMetadata:
 class RecordsSlice:
     """(file, position, length) of whole stored batches.  Cheap to make; reads nothing."""
 
-    __slots__ = ("_file", "position", "length")
+    __slots__ = ("_file", "position", "length", "_data")
 
-    def __init__(self, file: FileRecords | None, position: int, length: int) -> None:
+    def __init__(self, file: FileRecords | None, position: int, length: int, data: bytes | None = None) -> None:
         self._file = file
         self.position = position
         self.length = length
+        self._data = data   # the bytes, when the read that made the slice already has them
 
     def __len__(self) -> int:
         return self.length
@@ -110,6 +111,8 @@ class RecordsSlice:
 
     def read(self) -> bytes:
         """The bytes, with one ``pread`` (or an empty bytes object)."""
+        if self._data is not None:
+            return self._data
         if self.length == 0 or self._file is None:
             return b""
         return os.pread(self._file.fd, self.length, self.position)

@@ -129,3 +129,39 @@ def test_a_read_committed_read_of_a_log_without_aborted_transactions_answers_non
     info = log.read(0, 1 << 20, FetchIsolation.TXN_COMMITTED, True)
     assert info.records.read() == b"".join(written)
     assert info.aborted_transactions == []
+
+
+def test_a_woken_read_of_a_small_range_at_the_hint_is_one_pread_and_the_same_bytes_as_a_search(tmp_path, monkeypatch):
+    import os as os_module
+
+    from log import segment as segment_module
+    from log.file_records import FileRecords
+
+    log = open_log(tmp_path, CONFIG)
+    _appended(log, 10)
+    _read(log, 0)
+    end = log.high_watermark
+    new = _appended(log, 3)
+    preads = []
+    real_pread = os_module.pread
+    monkeypatch.setattr(segment_module.os, "pread", lambda *a: preads.append(a) or real_pread(*a))
+    monkeypatch.setattr(FileRecords, "search_for_offset_with_size",
+                        lambda *a: (_ for _ in ()).throw(AssertionError("searched")))
+    info = log.read(end, 1 << 20, HW, True)
+    assert info.records.read() == b"".join(new)
+    assert len(preads) == 1 and info.records.position + len(info.records) == log.local_log.segments.active_segment().size()
+    assert info.fetch_offset_metadata.message_offset == end
+
+
+def test_a_woken_read_at_the_hint_cut_by_max_bytes_returns_what_the_searching_read_returns(tmp_path):
+    log = open_log(tmp_path, CONFIG)
+    _appended(log, 10)
+    _read(log, 0)
+    end = log.high_watermark
+    new = _appended(log, 3)
+    one = len(new[0])
+    hinted = log.read(end, one + 10, HW, True)   # room for one batch: a cut, the general path
+    log.local_log._read_hint = None
+    searched = log.read(end, one + 10, HW, True)
+    assert hinted.records.read() == searched.records.read() == new[0]
+    assert hinted.next_batch == searched.next_batch
