@@ -57,6 +57,7 @@ _INT32_MAX = (1 << 31) - 1
 # ones the response copies anyway: a woken fetch of a few new batches.
 _HINTED_READ_MAX = 16 * 1024
 _I32_AT = struct.Struct(">i")
+_I64_AT = struct.Struct(">q")
 
 
 @dataclass(slots=True)
@@ -203,9 +204,8 @@ class LogSegment:
         n = len(data)
         if n != end - start or n < HEADER_SIZE:
             return None
-        first = parse_header(data, 0)
-        if first.base_offset + first.last_offset_delta < start_offset:
-            return None
+        if _I64_AT.unpack_from(data, 0)[0] + _I32_AT.unpack_from(data, 23)[0] < start_offset:
+            return None   # baseOffset (bytes 0-7) + lastOffsetDelta (23-26): the first batch ends before
         pos = 0
         while pos + HEADER_SIZE <= n:
             length = _I32_AT.unpack_from(data, pos + 8)[0]

@@ -131,8 +131,8 @@ class RecordsSlice:
 EMPTY_RECORDS = RecordsSlice(None, 0, 0)
 
 
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
+@dataclass(slots=True)
+class FetchDataInfo:   # one per read: not frozen (a frozen init costs ~1 us more; no one mutates it)
     """Result of a read: where the fetch started and the records found (maybe empty)."""
 
     fetch_offset_metadata: LogOffsetMetadata

@@ -51,6 +51,7 @@ from wire.messages import ProduceRequest, ProduceResponse
 from wire.record_batch import LOG_OVERHEAD, MAGIC_V2, RecordBatch
 
 _I32 = struct.Struct(">i")
+_ZSTD = int(Compression.ZSTD)   # a plain int: comparing with the IntEnum member costs more
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
@@ -63,7 +64,7 @@ def _check_single_batch(records: memoryview | None, version: int) -> ErrorCode:
         return ErrorCode.INVALID_RECORD
     n = len(records)
     if n >= HEADER_SIZE and _I32.unpack_from(records, 8)[0] + LOG_OVERHEAD == n \
-            and records[_ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK < Compression.ZSTD:
+            and records[_ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK < _ZSTD:
         # the common case, read in place (batchLength is the int32 at bytes 8-11): one whole
         # batch, a codec every version accepts; anything else takes the checks below
         return ErrorCode.NONE
