@@ -15,7 +15,13 @@ broker and then the other, the first alternating per repetition).  Every point i
 * partitions P: a topic of P partitions (created untimed, waited for in the metadata), then
   ``--mib`` MiB of 1 KiB records produced round-robin over the P partitions by one
   confluent-kafka producer (acks=1, linger.ms=5, batch.size=1 MiB, bench/workloads.produce),
-  then read back by one consumer assigned all P partitions (bench/workloads.consume);
+  then read back 3 times (CONSUME_READS, timed together), each by a new consumer assigned
+  all P partitions at offset 0 and connected before its clock starts (bench/workloads.consume:
+  with OFFSET_BEGINNING librdkafka sends one ListOffsets per partition, and at 10,000
+  partitions some of them leave its queue 1-14 s late on either broker: the figure was that
+  client's start-up, not the broker's reads; bench/wide_consume_diag.py); after the point its
+  topic is deleted on both brokers and the next point starts once the topic's files are gone
+  (file.delete.delay.ms, 60 s);
 * connections N: N confluent-kafka producers (one TCP connection to the broker each, all in
   this process, fed round-robin by one loop) produce ``--mib`` MiB of 1 KiB records to a
   topic of 10 partitions, each producer's records spread over all 10; timed from the first
@@ -63,6 +69,10 @@ def kbroker_fds_per_partition(bytes_per_partition: int) -> int:
 KAFKA_CREATE_STEP = 5_000
 CONNECTION_POINTS = (1, 10, 100)
 CONNECTION_TOPIC_PARTITIONS = 10
+# A consume point reads its topic this many times (each from offset 0, a new consumer), timed
+# together: one read of 32 MiB is 0.1-2 s, short enough for one scheduling hiccup on either
+# side to move the ratio (as bench/side_by_side.py's CONSUME_READS).
+CONSUME_READS = 3
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 600) -> float:
@@ -150,10 +160,11 @@ def body(mib: int, partition_points: tuple[int, ...] = PARTITION_POINTS,
     n = mib * paired.MIB // 1024
     gb = n * 1024 / 1e9
 
-    def point(prefix: str) -> Any:
+    def point(prefix: str, times: int = 1) -> Any:
+        """``times``: how often the point moved its ``n`` records in ``seconds``."""
         def fold(seconds: float, pid: int, cpu0: float) -> dict[str, float]:
-            return {f"{prefix}.MBps": n * 1024 / seconds / 1e6,
-                    f"{prefix}.cpu_s_per_GB": (workloads.cpu_seconds(pid) - cpu0) / gb}
+            return {f"{prefix}.MBps": times * n * 1024 / seconds / 1e6,
+                    f"{prefix}.cpu_s_per_GB": (workloads.cpu_seconds(pid) - cpu0) / (times * gb)}
         return fold
 
     def run(i: int, order: list[str], tmp: Path) -> dict[str, Any]:
@@ -195,8 +206,9 @@ def body(mib: int, partition_points: tuple[int, ...] = PARTITION_POINTS,
 
                 def cons(bs: str, pid: int, parts: int = parts, topic: str = topic) -> dict[str, float]:
                     cpu0 = workloads.cpu_seconds(pid)
-                    s = workloads.consume(bs, topic, n, partitions=parts, offset=0, connect_first=True)
-                    return point(f"p{parts}.consume")(s, pid, cpu0)
+                    s = sum(workloads.consume(bs, topic, n, partitions=parts, offset=0, connect_first=True)
+                            for _ in range(CONSUME_READS))
+                    return point(f"p{parts}.consume", CONSUME_READS)(s, pid, cpu0)
 
                 measurable = [b for b in order if b in rep["create_s"].get(topic, {})]
                 paired.run_pair(f"{parts} partitions produce", prod, measurable, brokers, rep)
