@@ -50,12 +50,14 @@ __all__ = ["LogSegment", "RollParams"]
 _UNKNOWN = TimestampOffset(-1, -1)
 _RECOVERY_CHUNK = 4 * 1024 * 1024
 _INT32_MAX = (1 << 31) - 1
-# A read at a read hint (LocalLog: where the previous read of the partition ended) whose
-# whole range to the bound fits in this many bytes is made with one pread, the headers
-# checked in memory, instead of a header search and then the read (two preads).  Below
-# kbroker's sendfile threshold (32 KiB, kbroker/record_sending.py), so the bytes are the
-# ones the response copies anyway: a woken fetch of a few new batches.
-_HINTED_READ_MAX = 16 * 1024
+# A read whose whole range, from its starting point (a read hint, LocalLog: where the
+# previous read of the partition ended; else the offset index's entry at or below the
+# offset) to the bound, fits in this many bytes is made with one pread, the headers checked
+# in memory, instead of a header search and then the read (two preads).  Below kbroker's
+# sendfile threshold (32 KiB, kbroker/record_sending.py), so the bytes are the ones the
+# response copies anyway: a woken fetch of a few new batches, or a consumer starting on a
+# small partition (a fetch naming thousands of them).
+_WHOLE_RANGE_READ_MAX = 16 * 1024
 _I32_AT = struct.Struct(">i")
 _I64_AT = struct.Struct(">q")
 
@@ -194,32 +196,42 @@ class LogSegment:
 
     # -- read
     def _read_whole_range(self, start_offset: int, start: int, end: int) -> FetchDataInfo | None:
-        """``read`` when the range ``[start, end)`` is known to begin at a batch start and
-        is returned whole (it is within the size limit): the bytes with one ``pread``, the
-        headers checked in memory.  The answer is what the general path gives: the batches
-        tile the range exactly and the first one holds ``start_offset`` (its last offset is
-        at or past it).  Anything else (a short read, a length that does not tile, a first
-        batch before the offset): None, and the general path reads (and raises) as always."""
+        """``read`` when the range ``[start, end)`` is known to begin at a batch start at or
+        before the batch holding ``start_offset`` (a read hint, or the offset index's entry)
+        and everything from there to ``end`` is within the size limit: the bytes with one
+        ``pread``, the headers checked and the first batch found in memory.  The answer is
+        what the general path gives: the batches tile the range exactly, the records start at
+        the first batch whose last offset is at or past ``start_offset`` and run to ``end``.
+        Anything else (a short read, a length that does not tile, no such batch in the
+        range): None, and the general path reads (and raises) as always."""
         data = os.pread(self.log.fd, end - start, start)
         n = len(data)
         if n != end - start or n < HEADER_SIZE:
             return None
-        if _I64_AT.unpack_from(data, 0)[0] + _I32_AT.unpack_from(data, 23)[0] < start_offset:
-            return None   # baseOffset (bytes 0-7) + lastOffsetDelta (23-26): the first batch ends before
         pos = 0
+        first = -1   # where the answer starts: the first batch that ends at or past start_offset
         while pos + HEADER_SIZE <= n:
             length = _I32_AT.unpack_from(data, pos + 8)[0]
             if length < HEADER_SIZE - LOG_OVERHEAD:
                 return None
+            # baseOffset (bytes 0-7) + lastOffsetDelta (23-26): the batch's last offset
+            if first < 0 and _I64_AT.unpack_from(data, pos)[0] + _I32_AT.unpack_from(data, pos + 23)[0] >= start_offset:
+                first = pos
             pos += length + LOG_OVERHEAD
-        if pos != n:
+        if pos != n or first < 0:
             return None
-        return FetchDataInfo(LogOffsetMetadata(start_offset, self.base_offset, start),
-                             RecordsSlice(self.log, start, n, data))
+        if first:
+            data = data[first:]
+        return FetchDataInfo(LogOffsetMetadata(start_offset, self.base_offset, start + first),
+                             RecordsSlice(self.log, start + first, n - first, data))
+
+    def index_position(self, offset: int) -> int:
+        """Where a search for ``offset`` starts without a hint: the position of the offset
+        index's entry at or below it (0 below the first entry)."""
+        return self.offset_index.lookup(offset).position
 
     def translate_offset(self, offset: int, starting_file_position: int = 0) -> LogOffsetPosition | None:
-        mapping = self.offset_index.lookup(offset)
-        return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
+        return self.log.search_for_offset_with_size(offset, max(self.index_position(offset), starting_file_position))
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
              min_one_message: bool = False, start_position: int | None = None) -> FetchDataInfo | None:
@@ -235,15 +247,16 @@ class LogSegment:
             raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log}")
         if max_position is None:
             max_position = self.size()
-        if start_position is not None and 0 < max_position - start_position <= min(max_size, _HINTED_READ_MAX):
-            # a woken fetch at its read hint, everything to the bound fits: one pread
+        if start_position is None:
+            # no hint: the offset index's entry at or below the offset (Kafka's translateOffset)
+            start_position = self.index_position(start_offset)
+        if 0 < max_position - start_position <= min(max_size, _WHOLE_RANGE_READ_MAX):
+            # everything to the bound fits (a woken fetch at its read hint, or a small
+            # partition read from its start): one pread, no header search first
             info = self._read_whole_range(start_offset, start_position, max_position)
             if info is not None:
                 return info
-        if start_position is None:
-            start = self.translate_offset(start_offset)
-        else:
-            start = self.log.search_for_offset_with_size(start_offset, start_position)
+        start = self.log.search_for_offset_with_size(start_offset, start_position)
         if start is None:
             return None
         metadata = LogOffsetMetadata(start_offset, self.base_offset, start.position)

@@ -66,16 +66,19 @@ class TransactionIndex:
     def __init__(self, start_offset: int, path: str) -> None:
         self.start_offset = start_offset
         self.path = path
-        self._entries: list[AbortedTxn] | None = None  # loaded on first use
+        # loaded on first use; a file that does not exist now is known empty (most segments
+        # never had a transaction aborted in them): Kafka's TransactionIndex likewise opens
+        # its file in the constructor only if it exists and reads nothing otherwise, so the
+        # first read_committed fetch of each partition makes no file-system call
+        self._entries: list[AbortedTxn] | None = None if os.path.exists(path) else []
         self._last_offset: int | None = None
 
     # -- contents
     def _load(self) -> list[AbortedTxn]:
         if self._entries is None:
             buf = b""
-            # most segments never had a transaction aborted, so have no file: a stat costs a
-            # third of a failed open() and its exception (the first read_committed fetch of
-            # each partition asks)
+            # (the file may be gone since: a stat costs a third of a failed open() and its
+            # exception)
             if os.path.exists(self.path):
                 try:
                     with open(self.path, "rb") as f:

@@ -36,6 +36,7 @@ def no_index_search(monkeypatch):
     def refuse(self, offset, starting_file_position=0):
         raise AssertionError(f"offset {offset} searched in the index")
     monkeypatch.setattr(LogSegment, "translate_offset", refuse)
+    monkeypatch.setattr(LogSegment, "index_position", refuse)
 
 
 def test_a_read_reaching_the_high_watermark_remembers_where_it_ended(tmp_path):
@@ -165,3 +166,42 @@ def test_a_woken_read_at_the_hint_cut_by_max_bytes_returns_what_the_searching_re
     searched = log.read(end, one + 10, HW, True)
     assert hinted.records.read() == searched.records.read() == new[0]
     assert hinted.next_batch == searched.next_batch
+
+
+def _answer(info):
+    """What a segment read answers, comparable across the two paths."""
+    if info is None:
+        return None
+    return (info.fetch_offset_metadata.message_offset, info.fetch_offset_metadata.segment_base_offset,
+            info.fetch_offset_metadata.relative_position_in_segment, info.records.read(),
+            info.first_entry_incomplete, info.next_batch)
+
+
+def test_a_read_without_a_hint_whose_range_fits_answers_as_the_header_search_does(tmp_path, monkeypatch):
+    """The one-pread whole-range read (from the offset index's entry) against the general
+    path (header search, then the read): every start offset, size limit and bound."""
+    import log.segment as segment_module
+    log = open_log(tmp_path, CONFIG)
+    for i in range(12):   # batches of 1 to 4 records, 50-byte values: an index entry every 256 B
+        b = batch(1 + i % 4, value_size=50)
+        log.append_as_leader(b, 0)
+    log.update_high_watermark(log.log_end_offset)
+    seg = log.local_log.segments.floor_segment(0)
+    size = seg.size()
+    bounds = sorted({0, 1, size // 3, size // 2, size - 1, size} | {pos for pos, _ in seg.log.batch_headers_from(0)})
+    whole_range_reads = []
+    original = LogSegment._read_whole_range
+    monkeypatch.setattr(LogSegment, "_read_whole_range",
+                        lambda self, *a: whole_range_reads.append(a) or original(self, *a))
+    checked = 0
+    for offset in range(log.log_end_offset + 2):
+        for max_size in (0, 1, 60, 200, 700, size, 1 << 20):
+            for bound in bounds:
+                for min_one in (False, True):
+                    fast = _answer(seg.read(offset, max_size, bound, min_one))
+                    monkeypatch.setattr(segment_module, "_WHOLE_RANGE_READ_MAX", 0)
+                    slow = _answer(seg.read(offset, max_size, bound, min_one))
+                    monkeypatch.setattr(segment_module, "_WHOLE_RANGE_READ_MAX", 16 * 1024)
+                    assert fast == slow, (offset, max_size, bound, min_one)
+                    checked += 1
+    assert checked > 1000 and len(whole_range_reads) > 100   # the shortcut was taken, often

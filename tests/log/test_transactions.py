@@ -283,6 +283,22 @@ def test_transaction_index_search_stops_at_an_entry_whose_lso_passes_the_bound(t
         idx.append(AbortedTxn(4, 0, 25, 26))
 
 
+def test_a_transaction_index_without_a_file_at_open_answers_empty_without_touching_the_file_system(
+        tmp_path, monkeypatch):
+    """As Kafka's TransactionIndex (it opens the file in its constructor only if it exists):
+    the first read_committed fetch of a partition that never had an abort asks nothing of
+    the disk; an append still writes the file and is read back."""
+    path = os.path.join(str(tmp_path), "00000000000000000000.txnindex")
+    idx = TransactionIndex(0, path)
+    real_exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda p: (_ for _ in ()).throw(AssertionError(f"stat {p}")))
+    assert idx.is_empty()
+    assert idx.collect_aborted_txns(0, 100).aborted_transactions == []
+    monkeypatch.setattr(os.path, "exists", real_exists)
+    idx.append(AbortedTxn(7, 3, 5, 5))
+    assert TransactionIndex(0, path).all_aborted_txns() == [AbortedTxn(7, 3, 5, 5)]
+
+
 def test_a_log_cut_at_every_byte_of_an_abort_marker_recovers_a_consistent_txnindex_and_lso(tmp_path):
     log = open_log(tmp_path)
     log.append_as_leader(txn_batch(100, 0))        # 0-1
