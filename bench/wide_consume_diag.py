@@ -12,6 +12,16 @@ settings) reads it ``--consumes`` times per broker, alternating.  Per consume:
   kbroker.
 
     python -m bench.wide_consume_diag [--partitions 10000] [--mib 32] [--reps 1] [--consumes 3]
+        [--connect-first] [--offset-zero] [--debug protocol] [--stats-ms 3000]
+
+What it showed (2026-11-24, 10,000 partitions, 32 MiB; bench/results/cost_curves.md, "Consume
+at 10,000 partitions"): assigned at OFFSET_BEGINNING, librdkafka 2.16 asks for each
+partition's offset with a ListOffsets request of its own, and some of those requests leave
+its queue seconds after the others (``--debug protocol``: 9,936 sent at once, the last 64
+14 s later on kbroker; 837 sent 12 s late on Kafka; 64-7,594 per consume, 1-14 s late, on
+either broker, also with ``--connect-first``).  The records of those partitions arrive
+last, so a consume took 3-15 s on either broker whatever the broker did; at offset 0
+(``--offset-zero``, no ListOffsets) the same consume takes 0.7-1.5 s on both.
 """
 
 from __future__ import annotations
