@@ -119,7 +119,7 @@ bench-small-wide: $(VENV)/.bench-installed kafka-jars
 	$(PY) -m bench.small_wide_bench
 
 ## bench-curves: produce/consume MB/s and broker CPU s/GB as partitions (10..10,000) and producer
-## connections (1..100) grow, kbroker vs Kafka (~15 min); writes bench/results/cost_curves.md/.json/.png
+## connections (1..100) grow, kbroker vs Kafka (~9 min per repetition); writes bench/results/cost_curves.md/.json/.png
 bench-curves: $(VENV)/.bench-installed kafka-jars
 	$(PY) -m bench.cost_curves
 
