@@ -19,6 +19,7 @@ def _serve(args: argparse.Namespace) -> int:
     from kbroker import stack_dump
     from kbroker.broker import Broker, new_event_loop
     from kbroker.config import ConfigError, load_config
+    from kbroker.gc_freeze import GcFreeze
     from log.log_dir_checks import LogDirError
 
     try:
@@ -36,8 +37,11 @@ def _serve(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         stack_dump.install(loop)
+        # full collections that skip the long-lived state (kbroker/gc_freeze.py)
+        freeze = GcFreeze(loop).install()
         await stop.wait()
         logging.getLogger("kbroker").info("shutting down")
+        freeze.uninstall()
         await broker.stop_async()
 
     try:
