@@ -103,14 +103,16 @@ class FileRecords:
 
     def append(self, data) -> int:
         """Write ``data`` (bytes-like, whole batches) at the end; returns bytes written."""
-        mv = memoryview(data)
-        n = len(mv)
-        if self._size + n > _INT32_MAX:
-            raise ValueError(f"Append of size {n} bytes is too large for segment with current file position at {self._size}")
-        written = 0
-        while written < n:
-            written += os.pwrite(self.fd, mv[written:], self._size + written)
-        self._size += n
+        n = len(data)
+        position = self._size
+        if position + n > _INT32_MAX:
+            raise ValueError(f"Append of size {n} bytes is too large for segment with current file position at {position}")
+        written = os.pwrite(self.fd, data, position)   # a regular file takes it all at once
+        if written < n:   # ... except on a signal or a full disk: write the rest
+            mv = memoryview(data).cast("B")
+            while written < n:
+                written += os.pwrite(self.fd, mv[written:], position + written)
+        self._size = position + n
         return n
 
     def flush(self) -> None:

@@ -134,8 +134,13 @@ class LocalLog:
 
     # -- append / roll
     def append(self, last_offset: int, largest_timestamp: int, shallow_offset_of_max_timestamp: int, records) -> None:
-        self.segments.active_segment().append(last_offset, largest_timestamp, shallow_offset_of_max_timestamp, records)
-        self.update_log_end_offset(last_offset + 1)
+        active = self.segments.active_segment()
+        active.append(last_offset, largest_timestamp, shallow_offset_of_max_timestamp, records)
+        # update_log_end_offset(last_offset + 1), with the segment at hand
+        end_offset = last_offset + 1
+        self.next_offset_metadata = LogOffsetMetadata(end_offset, active.base_offset, active.log.size_in_bytes())
+        if self.recovery_point > end_offset:
+            self.update_recovery_point(end_offset)
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, LEO); the old active one

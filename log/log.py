@@ -76,7 +76,7 @@ from log.producer_state import AppendOrigin, ProducerStateManager
 from log.producer_state_rebuild import rebuild_producer_state
 from log.retention import SegmentRetention
 from log.scheduler import Scheduler
-from log.segment import LogSegment, RollParams
+from log.segment import LogSegment
 from log.segments import LogSegments
 from log.txn_index import AbortedTxn
 from log.types import (
@@ -387,11 +387,12 @@ class Log(SegmentRetention):
         if self.partition_metadata.dirty:
             self._flush_partition_metadata(durable=False)
         with self.lock:
-            self.local_log.check_if_memory_mapped_buffer_closed()
-            now = self.clock.milliseconds()
-            result = validate_and_assign_offsets(records, self.log_end_offset, now, self.config, leader_epoch, origin,
-                                                 topic_partition=self.topic_partition)
-            info = self._append_validated(result, origin)
+            local = self.local_log
+            local.check_if_memory_mapped_buffer_closed()
+            now = local.clock.milliseconds()   # one clock read: validation's and the roll check's
+            result = validate_and_assign_offsets(records, local.next_offset_metadata.message_offset, now,
+                                                 local.config, leader_epoch, origin, topic_partition=local.topic_partition)
+            info = self._append_validated(result, origin, now)
         self._maybe_flush_after_append()
         if self.on_leader_append is not None:
             self.on_leader_append()
@@ -408,21 +409,24 @@ class Log(SegmentRetention):
             if result.first_offset < self.log_end_offset:
                 raise UnexpectedAppendOffsetError(
                     f"Unexpected offset in append to {self.topic_partition}. First offset {result.first_offset} is less than the next offset {self.log_end_offset}.")
-            info = self._append_validated(result, AppendOrigin.REPLICATION)
+            info = self._append_validated(result, AppendOrigin.REPLICATION, self.clock.milliseconds())
         self._maybe_flush_after_append()
         return info
 
     def _maybe_flush_after_append(self) -> None:
         # flush.messages (Kafka flushes in append too); after the lock is released
-        if self.local_log.unflushed_messages() >= self.config.flush_messages:
+        local = self.local_log   # unflushed_messages(), inline: this runs per append
+        if local.next_offset_metadata.message_offset - local.recovery_point >= self.config.flush_messages:
             self.flush()
 
-    def _append_validated(self, result: ValidationResult, origin: AppendOrigin) -> LogAppendInfo:
+    def _append_validated(self, result: ValidationResult, origin: AppendOrigin, now: int) -> LogAppendInfo:
+        """The append after validation, under the lock; ``now``: the clock (ms) for the roll check."""
         size = len(result.records)
-        if size > self.config.segment_bytes:
+        config = self.local_log.config
+        if size > config.segment_bytes:
             raise RecordBatchTooLargeError(
-                f"Message batch size is {size} bytes in append to partition {self.topic_partition}, which exceeds the maximum configured segment size of {self.config.segment_bytes}.")
-        segment = self._maybe_roll(size, result)
+                f"Message batch size is {size} bytes in append to partition {self.topic_partition}, which exceeds the maximum configured segment size of {config.segment_bytes}.")
+        segment = self._maybe_roll(size, result, now)
         # producer state: duplicates and sequence checks (Kafka's analyzeAndValidateProducerState)
         updated = {}
         completed_txns = []
@@ -467,12 +471,12 @@ class Log(SegmentRetention):
                              self.log_start_offset, result.record_count, size, result.last_leader_epoch,
                              result.source_compression)
 
-    def _maybe_roll(self, messages_size: int, result: ValidationResult) -> LogSegment:
-        segment = self.segments.active_segment()
-        now = self.clock.milliseconds()
-        params = RollParams(self.config.segment_ms, self.config.segment_bytes, result.max_timestamp,
-                            result.last_offset, messages_size, now)
-        if segment.should_roll(params):
+    def _maybe_roll(self, messages_size: int, result: ValidationResult, now: int) -> LogSegment:
+        local = self.local_log
+        segment = local.segments.active_segment()
+        config = local.config
+        if segment.should_roll(config.segment_ms, config.segment_bytes, result.max_timestamp,
+                               result.last_offset, messages_size, now):
             return self.roll(result.first_offset)
         return segment
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 
 import crc32c
 
@@ -45,7 +44,7 @@ from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_head
 from wire.errors import CorruptRecordError as WireCorruptRecordError
 from wire.record_batch import RecordBatch
 
-__all__ = ["LogSegment", "RollParams"]
+__all__ = ["LogSegment"]
 
 _UNKNOWN = TimestampOffset(-1, -1)
 _RECOVERY_CHUNK = 4 * 1024 * 1024
@@ -60,16 +59,6 @@ _INT32_MAX = (1 << 31) - 1
 _WHOLE_RANGE_READ_MAX = 16 * 1024
 _I32_AT = struct.Struct(">i")
 _I64_AT = struct.Struct(">q")
-
-
-@dataclass(slots=True)
-class RollParams:   # made per append: not frozen (a frozen init costs ~0.5 us more)
-    max_segment_ms: int
-    max_segment_bytes: int
-    max_timestamp_in_messages: int
-    max_offset_in_messages: int
-    messages_size: int
-    now: int
 
 
 class LogSegment:
@@ -133,15 +122,20 @@ class LogSegment:
         return self.log.size_in_bytes()
 
     # -- rolling
-    def should_roll(self, p: RollParams) -> bool:
-        reached_roll_ms = self.time_waited_for_roll(p.now, p.max_timestamp_in_messages) > p.max_segment_ms - self.roll_jitter_ms
-        size = self.size()
+    def should_roll(self, max_segment_ms: int, max_segment_bytes: int, max_timestamp_in_messages: int,
+                    max_offset_in_messages: int, messages_size: int, now: int) -> bool:
+        """Kafka's LogSegment.shouldRoll (its RollParams as arguments: this runs per append):
+        the segment cannot take ``messages_size`` more bytes, segment.ms (less the jitter) has
+        passed since its first batch's timestamp (or its creation), an index is full, or the
+        last offset would not fit a relative offset.  Times in ms."""
+        size = self.log.size_in_bytes()
         return (
-            size > p.max_segment_bytes - p.messages_size
-            or (size > 0 and reached_roll_ms)
+            size > max_segment_bytes - messages_size
+            or (size > 0 and self.time_waited_for_roll(now, max_timestamp_in_messages)
+                > max_segment_ms - self.roll_jitter_ms)
             or self.offset_index.is_full()
             or self.time_index.is_full()
-            or not self.can_convert_to_relative_offset(p.max_offset_in_messages)
+            or not 0 <= max_offset_in_messages - self.base_offset <= _INT32_MAX
         )
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
@@ -179,14 +173,18 @@ class LogSegment:
         n = len(records)
         if n == 0:
             return
-        physical_position = self.log.size_in_bytes()
+        file = self.log
+        physical_position = file.size_in_bytes()
         if physical_position == 0:
             self.rolling_based_timestamp = largest_timestamp_ms
-        if not self.can_convert_to_relative_offset(largest_offset):
+        if not 0 <= largest_offset - self.base_offset <= _INT32_MAX:   # can_convert_to_relative_offset
             raise LogSegmentOffsetOverflowError(
                 f"Detected offset overflow at offset {largest_offset} in segment {self.base_offset}")
-        self.log.append(records)
-        if largest_timestamp_ms > self.max_timestamp_so_far():
+        file.append(records)
+        so_far = self._max_ts_and_offset
+        if so_far is _UNKNOWN:
+            so_far = self.read_max_timestamp_and_offset_so_far()
+        if largest_timestamp_ms > so_far.timestamp:
             self._max_ts_and_offset = TimestampOffset(largest_timestamp_ms, shallow_offset_of_max_timestamp)
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(largest_offset, physical_position)
