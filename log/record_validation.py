@@ -233,7 +233,7 @@ def _wrap64(v: int) -> int:
     return ((v + _I64_SIGN) & _U64) - _I64_SIGN
 
 
-def check_records(scan: RecordScan, data, start: int, end: int, count: int, *,
+def check_records(scan: RecordScan, data, start: int, end: int, count: int,
                   base_offset: int, base_timestamp: int, batch_max_timestamp: int,
                   batch_log_append_time: bool, topic_log_append_time: bool, compacted: bool,
                   now_ms: int, before_max_ms: int, after_max_ms: int,

@@ -106,7 +106,7 @@ def _writable(buf) -> memoryview:
 
 
 def _walk_records(mv: memoryview, pos: int, h: BatchHeader, now_ms: int, config: LogConfig,
-                  tp: tuple[str, int] | None, log_append: bool) -> tuple[int, int, bool]:
+                  tp: tuple[str, int] | None, log_append: bool, compacted: bool) -> tuple[int, int, bool]:
     """Kafka's LogValidator record loop over the batch at ``pos`` (header already checked).
     Returns (max record timestamp or -1, index of the first record holding it or -1, whether
     a compressed batch must be rebuilt because its offset deltas are not 0..n-1)."""
@@ -127,12 +127,10 @@ def _walk_records(mv: memoryview, pos: int, h: BatchHeader, now_ms: int, config:
         scan = scan_records(data, start, stop, count)
     except MalformedRecordError as e:
         raise InvalidRecordError(str(e)) from None
-    check_records(scan, data, start, stop, count, base_offset=h.base_offset,
-                  base_timestamp=h.base_timestamp, batch_max_timestamp=h.max_timestamp,
-                  batch_log_append_time=h.is_log_append_time, topic_log_append_time=log_append,
-                  compacted=config.compact, now_ms=now_ms,
-                  before_max_ms=config.message_timestamp_before_max_ms,
-                  after_max_ms=config.message_timestamp_after_max_ms, topic_partition=tp)
+    # positional: a call with ten keywords costs ~0.15 us more, per batch
+    check_records(scan, data, start, stop, count, h.base_offset, h.base_timestamp, h.max_timestamp,
+                  bool(h.attributes & TIMESTAMP_TYPE_BIT), log_append, compacted, now_ms,
+                  config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms, tp)
     if h.attributes & TIMESTAMP_TYPE_BIT:  # every record reads as the batch's maxTimestamp
         max_ts, index = h.max_timestamp, 0
     else:
@@ -176,6 +174,7 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
     record_count = 0
     source_compression = 0
     log_append = config.log_append_time
+    compacted = config.compact
     max_message_bytes = config.max_message_bytes
     client = origin is AppendOrigin.CLIENT
     rebuilt: dict[int, bytes] = {}  # batch index -> its rebuilt bytes (compressed, deltas out of order)
@@ -219,7 +218,7 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
                 raise InvalidRecordError("Invalid sequence number")
         if assign_offsets:
             batch_max, index_of_max, rebuild = _walk_records(mv, pos, h, now_ms, config, topic_partition,
-                                                             log_append)
+                                                             log_append, compacted)
             set_base_offset(mv, pos, offset)
             if partition_leader_epoch >= 0:
                 set_partition_leader_epoch(mv, pos, partition_leader_epoch)
@@ -257,7 +256,8 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
     if rebuilt:
         records = _splice(records, sizes, rebuilt)
         _check_sizes(headers, config)
-    if assign_offsets and needs_recompression(config, headers):
+    # ("producer", the default, keeps every batch's codec: nothing to ask per batch)
+    if assign_offsets and config.compression_type != "producer" and needs_recompression(config, headers):
         out, headers = recompress(records, headers, config, now_ms if log_append else None)
         records = memoryview(out)
         _check_sizes(headers, config)

@@ -134,14 +134,21 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
         pending = state.txns.remote_verification(req, lambda: handle_produce(ctx, req))
         if pending is not None:
             return pending
-    valid_acks = req.acks in (-1, 0, 1)
+    acks = req.acks
+    valid_acks = acks in (-1, 0, 1)
+    transactional_id = req.transactional_id
     cluster = getattr(state, "cluster", None)
+    awaiting_all = cluster is not None and acks == -1
+    partition_of = state.partition
     awaiting: dict[tuple[str, int], int] = {}   # acks=all in cluster mode: tp -> offset the HW must reach
     answers: dict[tuple[str, int], PartitionResponse] = {}
     topics = []
     for topic in req.topic_data:
         partitions = []
-        may_write = authorize(ctx, WRITE, TOPIC, topic.name)
+        name = topic.name
+        may_write = authorize(ctx, WRITE, TOPIC, name)
+        internal = is_internal(name)
+        records_in = bytes_in = 0   # BrokerTopicMetrics, added once per topic
         for pd in topic.partition_data:
             if v < 3:
                 partitions.append(_error(pd.index, ErrorCode.UNSUPPORTED_VERSION))
@@ -157,26 +164,26 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                 partitions.append(_error(pd.index, code))
                 continue
             if cluster is not None:   # cluster mode: only the leader appends
-                not_leader = cluster.replicas.leader_error(topic.name, pd.index)
+                not_leader = cluster.replicas.leader_error(name, pd.index)
                 if not_leader is not None:
                     partitions.append(_error(pd.index, not_leader))
                     continue
-            partition = state.partition(topic.name, pd.index)
+            partition = partition_of(name, pd.index)
             if partition is None:
                 partitions.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
-            if is_internal(topic.name):
+            if internal:
                 partitions.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION))
                 continue
-            if req.transactional_id is not None:   # KIP-890 part 1 (kbroker/txn_service.py)
-                code = state.txns.verify_produce(req.transactional_id, topic.name, pd.index,
+            if transactional_id is not None:   # KIP-890 part 1 (kbroker/txn_service.py)
+                code = state.txns.verify_produce(transactional_id, name, pd.index,
                                                  partition, pd.records)  # type: ignore[arg-type]
                 if code:
                     partitions.append(_error(pd.index, code))
                     continue
             try:
                 if cluster is not None:   # the min ISR check needs the acks
-                    info = partition.append_records_as_leader(pd.records, req.acks)  # type: ignore[arg-type]
+                    info = partition.append_records_as_leader(pd.records, acks)  # type: ignore[arg-type]
                 else:
                     info = partition.append_records_as_leader(pd.records)  # type: ignore[arg-type]
             except LogError as e:
@@ -191,16 +198,18 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                 partitions.append(resp)
                 continue
             if not info.duplicate:   # BrokerTopicMetrics: counted from the append, records not decoded
-                TOPIC_STATS.produced(topic.name, info.record_count, len(pd.records))  # type: ignore[arg-type]
-            answer = PartitionResponse(
-                index=pd.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
-                log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
+                records_in += info.record_count
+                bytes_in += len(pd.records)  # type: ignore[arg-type]
+            # positional: (index, error_code, base_offset, log_append_time_ms, log_start_offset)
+            answer = PartitionResponse(pd.index, 0, info.first_offset, info.log_append_time, info.log_start_offset)
             partitions.append(answer)
-            if cluster is not None and req.acks == -1:
-                awaiting[(topic.name, pd.index)] = info.last_offset + 1
-                answers[(topic.name, pd.index)] = answer
-        topics.append(ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions))
-    if req.acks == 0:
+            if awaiting_all:
+                awaiting[(name, pd.index)] = info.last_offset + 1
+                answers[(name, pd.index)] = answer
+        if bytes_in:
+            TOPIC_STATS.produced(name, records_in, bytes_in)
+        topics.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=partitions))
+    if acks == 0:
         failed = [f"{t.name}-{p.index}={ErrorCode(p.error_code).name}"
                   for t in topics for p in t.partition_responses if p.error_code]
         return _acks_0_close(ctx, ", ".join(failed)) if failed else NO_RESPONSE
