@@ -58,6 +58,7 @@ from wire.batch_header import (
     COMPRESSION_MASK,
     CONTROL_BIT,
     HEADER_SIZE,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
     NO_PRODUCER_ID,
     TIMESTAMP_TYPE_BIT,
@@ -79,6 +80,14 @@ from wire.record_batch import (
 __all__ = ["ValidationResult", "validate_and_assign_offsets"]
 
 _I64_SIGN = 1 << 63
+_unpack_header = HEADER_STRUCT.unpack_from
+_tuple_new = tuple.__new__
+
+
+def _parse_header(buf, pos: int) -> BatchHeader:
+    """``parse_header`` without ``namedtuple._make``'s classmethod call and length check
+    (the struct always yields every field): ~0.2 us less, twice per batch."""
+    return _tuple_new(BatchHeader, _unpack_header(buf, pos))
 
 
 @dataclass(slots=True)
@@ -97,6 +106,8 @@ class ValidationResult:   # not frozen: a frozen init costs ~1 us per append, an
 
 
 def _writable(buf) -> memoryview:
+    if type(buf) is memoryview and not buf.readonly and buf.format == "B":
+        return buf   # a Produce's records: a view of the request's own frame (a bytearray)
     if isinstance(buf, bytearray):
         return memoryview(buf)
     mv = memoryview(buf)
@@ -182,7 +193,7 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
     while n - pos >= LOG_OVERHEAD:
         if n - pos < HEADER_SIZE:
             break
-        h = parse_header(mv, pos)
+        h = _parse_header(mv, pos)
         size = h.batch_length + LOG_OVERHEAD
         if h.batch_length < HEADER_SIZE - LOG_OVERHEAD:
             raise CorruptRecordError(f"Record batch size {size} is smaller than the minimum allowed overhead {HEADER_SIZE}")
@@ -229,7 +240,7 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
                 # (a CreateTime batch whose header already holds its records' max, the
                 # common case, is left as it is: set_max_timestamp would write nothing)
                 set_max_timestamp(mv, pos, TimestampType.CREATE_TIME, batch_max)
-            h = parse_header(mv, pos)
+            h = _parse_header(mv, pos)
             if rebuild:
                 data = _rebuild(mv, pos, h, now_ms if log_append else None)
                 rebuilt[len(headers)] = data
@@ -265,19 +276,13 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
         for h in headers:
             if h.max_timestamp > max_timestamp:
                 max_timestamp, shallow_offset_of_max = h.max_timestamp, h.base_offset + h.last_offset_delta
-    return ValidationResult(
-        records=records,
-        first_offset=headers[0].base_offset,
-        last_offset=offset - 1,
-        max_timestamp=max_timestamp,
-        shallow_offset_of_max_timestamp=shallow_offset_of_max,
-        log_append_time=now_ms if log_append else -1,
-        record_count=record_count,
-        source_compression=source_compression,
-        headers=tuple(headers),
-        last_leader_epoch=headers[-1].partition_leader_epoch,
-        offset_of_max_timestamp=offset_of_max,
-    )
+    # positional, in the field order (keywords cost ~0.5 us more per append): records,
+    # first_offset, last_offset, max_timestamp, shallow_offset_of_max_timestamp,
+    # log_append_time, record_count, source_compression, headers, last_leader_epoch,
+    # offset_of_max_timestamp
+    return ValidationResult(records, headers[0].base_offset, offset - 1, max_timestamp, shallow_offset_of_max,
+                            now_ms if log_append else -1, record_count, source_compression, tuple(headers),
+                            headers[-1].partition_leader_epoch, offset_of_max)
 
 
 def _check_sizes(headers: list[BatchHeader], config: LogConfig) -> None:
