@@ -241,32 +241,32 @@ class Partition:
         up to the LEO the read is empty (Kafka's LocalLog.read: a follower serving a consumer
         has a HW behind the leader's, and a leader's HW trails its LEO until the ISR fetched).
         ``for_sending``: large records come as a sendfile-able PinnedSlice (kbroker/record_sending.py)."""
-        hw = self.log.high_watermark
-        lso = self.log.last_stable_offset
-        leo = self.log.log_end_offset
-        # read_committed: up to the LSO (Kafka's FetchIsolation.TXN_COMMITTED)
-        bound = leo if to_log_end else lso if read_committed else hw
-        aborted: list | None = [] if read_committed and not to_log_end else None
+        lg = self.log
+        hw = lg.high_watermark
+        lso = lg.last_stable_offset
+        leo = lg.log_end_offset
         if fetch_offset > leo:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
                 f"but the log end offset is {leo}")
+        aborted: list | None = None
         if to_log_end:
-            isolation = FetchIsolation.LOG_END
+            bound, isolation = leo, FetchIsolation.LOG_END
+        elif read_committed:   # up to the LSO (Kafka's FetchIsolation.TXN_COMMITTED)
+            bound, isolation, aborted = lso, FetchIsolation.TXN_COMMITTED, []
         else:
-            isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
-        if fetch_offset >= bound:
-            if fetch_offset < self.log.log_start_offset:
+            bound, isolation = hw, FetchIsolation.HIGH_WATERMARK
+        if fetch_offset >= bound:   # nothing to read (a wide fetch's usual partition)
+            if fetch_offset < lg.log_start_offset:
                 raise OffsetOutOfRangeError(
                     f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
-                    f"but we only have log segments starting from offset: {self.log.log_start_offset}.")
-            data = b""
+                    f"but we only have log segments starting from offset: {lg.log_start_offset}.")
+            return ReadResult(b"", hw, lso, lg.log_start_offset, aborted)
+        if for_sending:
+            data = read_for_sending(lg, fetch_offset, max_bytes, isolation, min_one_message, aborted)
         else:
-            if for_sending:
-                data = read_for_sending(self.log, fetch_offset, max_bytes, isolation, min_one_message, aborted)
-            else:
-                info = self.log.read(fetch_offset, max_bytes, isolation, min_one_message)
-                data = info.records.read()
-                if aborted is not None:
-                    aborted[:] = info.aborted_transactions or []
-        return ReadResult(data, hw, lso, self.log.log_start_offset, aborted)
+            info = lg.read(fetch_offset, max_bytes, isolation, min_one_message)
+            data = info.records.read()
+            if aborted is not None:
+                aborted[:] = info.aborted_transactions or []
+        return ReadResult(data, hw, lso, lg.log_start_offset, aborted)

@@ -322,6 +322,11 @@ class Log(SegmentRetention):
             return fuo if fuo is not None and fuo < hw else hw
 
     def _last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        psm = self.producer_state_manager
+        if not psm.ongoing_txns and not psm.unreplicated_txns:
+            # no transaction in flight (the usual case): the LSO is the HW, as
+            # ``last_stable_offset`` finds without the lock
+            return self.high_watermark_metadata
         with self.lock:
             fuo = self.first_unstable_offset
             if fuo is not None and fuo < self.high_watermark:
@@ -353,13 +358,15 @@ class Log(SegmentRetention):
             return []
         meta = info.fetch_offset_metadata
         with self.lock:
-            segment = self.segments.get(meta.segment_base_offset)
+            segments = self.segments
+            segment = segments.get(meta.segment_base_offset)
             if segment is None:
                 return []
             # no aborted transaction indexed from this segment on (the usual case): nothing
             # to collect, and the upper bound's index search would be the read's dearest part
-            if segment.txn_index.is_empty() and all(
-                    s.txn_index.is_empty() for s in self.segments.higher_segments(segment.base_offset)):
+            # (the active segment, where a small partition's reads are, has no later ones)
+            if segment.txn_index.is_empty() and (segment is segments.active_segment() or all(
+                    s.txn_index.is_empty() for s in segments.higher_segments(segment.base_offset))):
                 return []
             upper = segment.fetch_upper_bound_offset(OffsetPosition(meta.message_offset, meta.relative_position_in_segment), size)
             if upper is None:

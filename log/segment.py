@@ -246,8 +246,11 @@ class LogSegment:
         if max_position is None:
             max_position = self.size()
         if start_position is None:
-            # no hint: the offset index's entry at or below the offset (Kafka's translateOffset)
-            start_position = self.index_position(start_offset)
+            # no hint: the offset index's entry at or below the offset (Kafka's translateOffset);
+            # at or below the base offset that is the file's start (an entry names a batch
+            # after the first, so its offset is above the base: a partition read from its
+            # beginning skips the index)
+            start_position = 0 if start_offset <= self.base_offset else self.index_position(start_offset)
         if 0 < max_position - start_position <= min(max_size, _WHOLE_RANGE_READ_MAX):
             # everything to the bound fits (a woken fetch at its read hint, or a small
             # partition read from its start): one pread, no header search first

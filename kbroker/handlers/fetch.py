@@ -165,9 +165,10 @@ def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, versi
                     limit: int, min_one_message: bool, read_committed: bool) -> PartitionData:
     """One partition's answer (ReplicaManager.read): at most ``limit`` bytes of whole
     batches, the first one whole if ``min_one_message``."""
-    fenced = _epoch_error(partition, fp, version)
-    if fenced is not None:
-        return fenced
+    if fp.current_leader_epoch != partition.leader_epoch:   # (the usual case skips the call)
+        fenced = _epoch_error(partition, fp, version)
+        if fenced is not None:
+            return fenced
     try:
         if limit < 0:
             # the offset checks come first (out of range; at the high watermark: no data)
@@ -242,69 +243,74 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     total = 0               # record bytes in the response (min_bytes counts these)
     errors = False
     topics = []
-    replica_id = req.replica_id if ctx.api_version < 15 else req.replica_state.replica_id
-    from_follower = replica_id >= 0 and getattr(state, "cluster", None) is not None
+    version = ctx.api_version
+    replica_id = req.replica_id if version < 15 else req.replica_state.replica_id
     cluster_mode = getattr(state, "cluster", None) is not None
-    by_id = ctx.api_version >= 13
+    from_follower = replica_id >= 0 and cluster_mode
+    by_id = version >= 13
+    partition_of = state.partition
+    # A wide fetch names thousands of partitions (librdkafka names every assigned one in every
+    # Fetch, most with nothing new): the loop below runs per partition, so what does not depend
+    # on the partition is decided per request or per topic.
     for topic in req.topics:
-        parts = []
+        name = topic.topic
         # KafkaApis: a follower needs ClusterAction on the cluster, a consumer Read on the topic
-        unknown_id = by_id and not topic.topic   # v13+: an id name_for_id did not know
+        unknown_id = by_id and not name   # v13+: an id name_for_id did not know
         may_read = unknown_id or (authorize_cluster(ctx, CLUSTER_ACTION) if from_follower
-                                  else authorize(ctx, READ, TOPIC, topic.topic))
+                                  else authorize(ctx, READ, TOPIC, name))
+        if not may_read or unknown_id:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if not may_read else ErrorCode.UNKNOWN_TOPIC_ID
+            parts = [_partition_error(fp.partition, code) for fp in topic.partitions]
+            errors = errors or bool(parts)
+            topics.append(TopicResponse(topic=name, topic_id=topic.topic_id, partitions=parts))
+            continue
+        parts = []
+        topic_id = topic.topic_id
         for fp in topic.partitions:
-            if not may_read:
-                parts.append(_partition_error(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                errors = True
-                continue
-            if unknown_id:
-                parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID))
-                errors = True
-                continue
             as_follower = False   # a consumer fetch served by this follower (KIP-392)
             if cluster_mode:   # the leader serves; a follower too for consumer fetches v11+
-                not_leader = state.cluster.replicas.leader_error(topic.topic, fp.partition)
-                if (not_leader == ErrorCode.NOT_LEADER_OR_FOLLOWER and not from_follower and ctx.api_version >= 11
-                        and state.cluster.replicas.follower_partition(topic.topic, fp.partition) is not None):
+                not_leader = state.cluster.replicas.leader_error(name, fp.partition)
+                if (not_leader == ErrorCode.NOT_LEADER_OR_FOLLOWER and not from_follower and version >= 11
+                        and state.cluster.replicas.follower_partition(name, fp.partition) is not None):
                     as_follower = True
                 elif not_leader is not None:
                     parts.append(_partition_error(fp.partition, not_leader))
                     errors = True
                     continue
-            partition = state.partition(topic.topic, fp.partition)
+            partition = partition_of(name, fp.partition)
             if partition is None:   # Kafka sets these aside before reading: no effect on the budget
                 parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
-            if by_id and (log_id := partition.log.topic_id) is not None and log_id != topic.topic_id:
+            if by_id and (log_id := partition.log.topic_id) is not None and log_id != topic_id:
                 parts.append(_partition_error(fp.partition, ErrorCode.INCONSISTENT_TOPIC_ID))
                 errors = True
                 continue
-            preferred = None
             if cluster_mode and not from_follower and not as_follower:
-                preferred = _epoch_error(partition, fp, ctx.api_version) or \
-                    _preferred_replica_answer(ctx, req, partition, fp)
-            if preferred is not None:   # an epoch error or a preferred replica: answer at once
-                parts.append(preferred)
-                errors = True
-                continue
+                preferred = _epoch_error(partition, fp, version) or _preferred_replica_answer(ctx, req, partition, fp)
+                if preferred is not None:   # an epoch error or a preferred replica: answer at once
+                    parts.append(preferred)
+                    errors = True
+                    continue
             if from_follower:
-                pd = _read_replica_partition(partition, fp, ctx.api_version, min(fp.partition_max_bytes, budget),
+                pd = _read_replica_partition(partition, fp, version, min(fp.partition_max_bytes, budget),
                                              total == 0, replica_id)
+                # a DivergingEpoch answers at once too (Kafka's DelayedFetch completes on it)
+                errors = errors or pd.diverging_epoch.epoch >= 0
             else:
-                pd = _read_partition(partition, fp, ctx.api_version, min(fp.partition_max_bytes, budget),
+                pd = _read_partition(partition, fp, version, min(fp.partition_max_bytes, budget),
                                      total == 0, read_committed)
                 if as_follower and pd.records:
                     log.debug("follower %d served a consumer fetch of %s-%d at offset %d (%d bytes, HW %d)",
-                              state.node_id, topic.topic, fp.partition, fp.fetch_offset, len(pd.records),
+                              state.node_id, name, fp.partition, fp.fetch_offset, len(pd.records),
                               pd.high_watermark)
             size = len(pd.records)
             total += size
-            budget = max(0, budget - size)
-            # a DivergingEpoch answers at once too (Kafka's DelayedFetch completes on it)
-            errors = errors or pd.error_code != ErrorCode.NONE or (from_follower and pd.diverging_epoch.epoch >= 0)
+            budget = max(0, budget - size)   # (a negative budget becomes 0 after the first partition)
+            if pd.error_code:
+                errors = True
             parts.append(pd)
-        topics.append(TopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=parts))
+        topics.append(TopicResponse(topic=name, topic_id=topic_id, partitions=parts))
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics), total, errors
 
 

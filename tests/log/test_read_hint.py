@@ -205,3 +205,25 @@ def test_a_read_without_a_hint_whose_range_fits_answers_as_the_header_search_doe
                     assert fast == slow, (offset, max_size, bound, min_one)
                     checked += 1
     assert checked > 1000 and len(whole_range_reads) > 100   # the shortcut was taken, often
+
+
+def test_a_read_from_a_segments_base_offset_starts_at_the_file_start_without_searching_the_index(tmp_path, monkeypatch):
+    """An offset-index entry names a batch after the segment's first, so its offset is above the
+    base: a read at (or below) the base offset starts at position 0 without the index, and
+    answers what a read through the index answers, in the first segment and in a later one."""
+    log = open_log(tmp_path, LogConfig(segment_bytes=2048, index_interval_bytes=100))
+    written = _appended(log, 30)
+    segments = list(log.local_log.segments)
+    assert len(segments) >= 3 and all(s.offset_index.entries for s in segments[:-1])
+    expected = {}
+    for seg in segments:
+        for max_size in (1, 300, 1 << 20):
+            through_index = seg.index_position(seg.base_offset)
+            expected[seg.base_offset, max_size] = _answer(seg.read(seg.base_offset, max_size, None, True, through_index))
+    monkeypatch.setattr(LogSegment, "index_position",
+                        lambda self, offset: (_ for _ in ()).throw(AssertionError(f"index searched for {offset}")))
+    for seg in segments:
+        for max_size in (1, 300, 1 << 20):
+            assert _answer(seg.read(seg.base_offset, max_size, None, True)) == expected[seg.base_offset, max_size]
+    # the log's read of everything from offset 0 crosses every segment from its base offset
+    assert log.read(0, 1 << 20, HW, True).records.read() == b"".join(written)[:segments[0].size()]
