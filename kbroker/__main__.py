@@ -38,10 +38,11 @@ def _serve(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         stack_dump.install(loop)
         # full collections that skip the long-lived state (kbroker/gc_freeze.py)
-        freeze = GcFreeze(loop).install()
+        freeze = GcFreeze(loop).install() if config["kbroker.gc.freeze.enable"] else None
         await stop.wait()
         logging.getLogger("kbroker").info("shutting down")
-        freeze.uninstall()
+        if freeze is not None:
+            freeze.uninstall()
         await broker.stop_async()
 
     try:

@@ -208,6 +208,9 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("kbroker.metrics.port", "int", None, at_least=0),
     # the web console, e.g. http://127.0.0.1:9080 (kbroker/console/)
     _k("kbroker.console.listener", "string", None),
+    # full garbage collections skip the broker's long-lived objects (kbroker/gc_freeze.py);
+    # false: the interpreter's default collector (for measuring the difference)
+    _k("kbroker.gc.freeze.enable", "boolean", True),
 ]}
 
 

@@ -115,3 +115,9 @@ def test_the_timer_thaws_every_interval(freeze: GcFreeze) -> None:
             await asyncio.sleep(0.01)
     freeze.loop.run_until_complete(asyncio.wait_for(until_thawed(), 60))
     assert ref() is None
+
+
+def test_kbroker_serve_freezes_unless_kbroker_gc_freeze_enable_is_false() -> None:
+    from kbroker.config import load_config
+    assert load_config(None, [])["kbroker.gc.freeze.enable"] is True
+    assert load_config(None, ["kbroker.gc.freeze.enable=false"])["kbroker.gc.freeze.enable"] is False
