@@ -372,7 +372,10 @@ class _Unit:
                 v = self.src.var("f")
                 names[f.py] = v
                 e(1, f"{v} = {self.default_expr(f)}")
-            e(1, "nt, p = uv(d, p)")
+            # the count of tagged fields: almost always 0, one byte read in place
+            e(1, "nt = d[p]")
+            e(1, "if nt < 128: p += 1")
+            e(1, "else: nt, p = uv(d, p)")
             e(1, "for _ in range(nt):")
             e(2, "tag, p = uv(d, p)")
             e(2, "sz, p = uv(d, p)")
