@@ -3,9 +3,10 @@
 Two kbroker processes side by side, the same settings (bench/side_by_side.py's COMMON) except
 ``kbroker.gc.freeze.enable`` (true / false).  Each gets a topic of ``--partitions`` partitions
 holding ``--mib`` MiB of 1 KiB records (the cost curves' 10,000-partition point, produced by
-one connection as bench/cost_curves.py does), then waits until its background writes are
-done (CPU below 0.05 s per second for 3 s: the leader-epoch and partition.metadata fsyncs
-of a new wide topic take a minute or more), then a confluent-kafka consumer reads the whole
+one connection as bench/cost_curves.py does), then waits until its CPU settles (below 0.05
+s per second for 3 s; the background fsyncs of the new topic's leader-epoch checkpoints and
+partition.metadata files, mostly waiting on the disk, may go on for both), then a
+confluent-kafka consumer reads the whole
 topic from offset 0 (``workloads.consume(offset=0, connect_first=True)``), ``--consumes``
 times per broker, alternating between the two.  Per consume: seconds and broker CPU seconds
 (/proc).  Ratios are freeze/no-freeze of medians (lower is better for both).
@@ -70,7 +71,7 @@ def main() -> None:
             log(f"{name}: {args.partitions:,} partitions created in {created:.1f} s, {args.mib} MiB produced "
                 f"in {produced:.1f} s")
         for name, b in brokers.items():
-            log(f"{name}: background writes done after {wait_quiet(b.proc.pid):.0f} s")
+            log(f"{name}: CPU settled after {wait_quiet(b.proc.pid):.0f} s")
         for i in range(args.consumes):
             for name in (list(SETTINGS) if i % 2 == 0 else list(reversed(SETTINGS))):
                 b = brokers[name]
