@@ -22,10 +22,15 @@ class Node:
         self.other: Node | None = None
 
 
-def _cycle() -> Node:
+def _frozen_garbage_cycle() -> weakref.ref[Node]:
+    """A reference cycle frozen while alive (a full collection), garbage from then on: a
+    weak reference to one of its objects."""
     a, b = Node(), Node()
     a.other, b.other = b, a
-    return a
+    ref = weakref.ref(a)
+    gc.collect()
+    del a, b
+    return ref
 
 
 def _in_a_generation(obj: object) -> bool:
@@ -65,11 +70,8 @@ def test_a_young_collection_freezes_nothing(freeze: GcFreeze) -> None:
 
 def test_a_frozen_cycle_is_reclaimed_only_by_a_thaw(freeze: GcFreeze) -> None:
     freeze.install()
-    node = _cycle()
-    ref = weakref.ref(node)
-    gc.collect()               # the cycle is alive: it survives and is frozen
-    del node
-    gc.collect()               # garbage now, but frozen: no collection looks at it
+    ref = _frozen_garbage_cycle()
+    gc.collect()               # garbage, but frozen: no collection looks at it
     assert ref() is not None
     freeze.thaw()
     assert ref() is None
@@ -88,10 +90,7 @@ def test_a_frozen_object_without_a_cycle_is_freed_by_its_last_reference(freeze: 
 
 def test_uninstalling_unfreezes_everything_and_stops_freezing(freeze: GcFreeze) -> None:
     freeze.install()
-    node = _cycle()
-    ref = weakref.ref(node)
-    gc.collect()               # frozen while alive
-    del node
+    ref = _frozen_garbage_cycle()
     freeze.uninstall()
     assert gc.get_freeze_count() == 0
     assert _freeze_after_full_collection not in gc.callbacks
@@ -103,10 +102,7 @@ def test_uninstalling_unfreezes_everything_and_stops_freezing(freeze: GcFreeze) 
 def test_the_timer_thaws_every_interval(freeze: GcFreeze) -> None:
     freeze.interval_s = 0.01
     freeze.install()
-    node = _cycle()
-    ref = weakref.ref(node)
-    gc.collect()               # frozen while alive
-    del node
+    ref = _frozen_garbage_cycle()
     gc.collect()
     assert ref() is not None   # garbage, but frozen until a thaw
 
