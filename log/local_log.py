@@ -126,8 +126,10 @@ class LocalLog:
         if with_dir:
             fsync_path(self.dir)
 
-    def update_log_end_offset(self, end_offset: int) -> None:
-        active = self.segments.active_segment()
+    def update_log_end_offset(self, end_offset: int, active: LogSegment | None = None) -> None:
+        """``active``: the active segment when the caller has it at hand (the append)."""
+        if active is None:
+            active = self.segments.active_segment()
         self.next_offset_metadata = LogOffsetMetadata(end_offset, active.base_offset, active.size())
         if self.recovery_point > end_offset:
             self.update_recovery_point(end_offset)
@@ -136,11 +138,7 @@ class LocalLog:
     def append(self, last_offset: int, largest_timestamp: int, shallow_offset_of_max_timestamp: int, records) -> None:
         active = self.segments.active_segment()
         active.append(last_offset, largest_timestamp, shallow_offset_of_max_timestamp, records)
-        # update_log_end_offset(last_offset + 1), with the segment at hand
-        end_offset = last_offset + 1
-        self.next_offset_metadata = LogOffsetMetadata(end_offset, active.base_offset, active.log.size_in_bytes())
-        if self.recovery_point > end_offset:
-            self.update_recovery_point(end_offset)
+        self.update_log_end_offset(last_offset + 1, active)
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, LEO); the old active one

@@ -135,7 +135,7 @@ class LogSegment:
                 > max_segment_ms - self.roll_jitter_ms)
             or self.offset_index.is_full()
             or self.time_index.is_full()
-            or not 0 <= max_offset_in_messages - self.base_offset <= _INT32_MAX
+            or not self.can_convert_to_relative_offset(max_offset_in_messages)
         )
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
@@ -177,7 +177,7 @@ class LogSegment:
         physical_position = file.size_in_bytes()
         if physical_position == 0:
             self.rolling_based_timestamp = largest_timestamp_ms
-        if not 0 <= largest_offset - self.base_offset <= _INT32_MAX:   # can_convert_to_relative_offset
+        if not self.can_convert_to_relative_offset(largest_offset):
             raise LogSegmentOffsetOverflowError(
                 f"Detected offset overflow at offset {largest_offset} in segment {self.base_offset}")
         file.append(records)

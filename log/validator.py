@@ -58,7 +58,6 @@ from wire.batch_header import (
     COMPRESSION_MASK,
     CONTROL_BIT,
     HEADER_SIZE,
-    HEADER_STRUCT,
     LOG_OVERHEAD,
     NO_PRODUCER_ID,
     TIMESTAMP_TYPE_BIT,
@@ -80,14 +79,6 @@ from wire.record_batch import (
 __all__ = ["ValidationResult", "validate_and_assign_offsets"]
 
 _I64_SIGN = 1 << 63
-_unpack_header = HEADER_STRUCT.unpack_from
-_tuple_new = tuple.__new__
-
-
-def _parse_header(buf, pos: int) -> BatchHeader:
-    """``parse_header`` without ``namedtuple._make``'s classmethod call and length check
-    (the struct always yields every field): ~0.2 us less, twice per batch."""
-    return _tuple_new(BatchHeader, _unpack_header(buf, pos))
 
 
 @dataclass(slots=True)
@@ -193,7 +184,7 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
     while n - pos >= LOG_OVERHEAD:
         if n - pos < HEADER_SIZE:
             break
-        h = _parse_header(mv, pos)
+        h = parse_header(mv, pos)
         size = h.batch_length + LOG_OVERHEAD
         if h.batch_length < HEADER_SIZE - LOG_OVERHEAD:
             raise CorruptRecordError(f"Record batch size {size} is smaller than the minimum allowed overhead {HEADER_SIZE}")
@@ -240,7 +231,7 @@ def validate_and_assign_offsets(buf, next_offset: int, now_ms: int, config: LogC
                 # (a CreateTime batch whose header already holds its records' max, the
                 # common case, is left as it is: set_max_timestamp would write nothing)
                 set_max_timestamp(mv, pos, TimestampType.CREATE_TIME, batch_max)
-            h = _parse_header(mv, pos)
+            h = parse_header(mv, pos)
             if rebuild:
                 data = _rebuild(mv, pos, h, now_ms if log_append else None)
                 rebuilt[len(headers)] = data
