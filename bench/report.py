@@ -59,14 +59,15 @@ def ratios(results: dict[str, Any], fid: str) -> list[float]:
     return out
 
 
-def cpu_series(results: dict[str, Any], fid: str, broker: str) -> list[float]:
-    return [r["cpu"][fid][broker] for r in results["repetitions"]
-            if r.get("cpu", {}).get(fid, {}).get(broker) is not None]
+def cpu_series(results: dict[str, Any], fid: str, broker: str, key: str = "cpu") -> list[float]:
+    """CPU-seconds per repetition: the broker's (``cpu``) or the client's (``client_cpu``)."""
+    return [r[key][fid][broker] for r in results["repetitions"]
+            if r.get(key, {}).get(fid, {}).get(broker) is not None]
 
 
-def _fmt(s: Summary | None, fmt: str, scale: float = 1.0) -> str:
+def _fmt(s: Summary | None, fmt: str, scale: float = 1.0, missing: str = "failed") -> str:
     if s is None:
-        return "failed"
+        return missing
     return Summary(s.median * scale, s.lo * scale, s.hi * scale, s.n).cell(fmt)
 
 
@@ -105,10 +106,13 @@ def markdown(results: dict[str, Any]) -> str:
 
     out += ["", "## Throughput", "",
             "MB = 10^6 bytes of record values. Broker CPU = user+system seconds the broker process "
-            "spent during the workload.", "",
+            "spent during the workload. Client CPU = the same for the client: the bench process "
+            "(confluent-kafka, librdkafka's threads included) and the processes it ran (the Java "
+            "tool's JVM, its start-up included, which the tool's own timing leaves out; the latency "
+            "reader); where it is several times the broker's, the client set the pace.", "",
             "| workload | kbroker MB/s | Kafka MB/s | kbroker records/s | Kafka records/s | ratio | "
-            "broker CPU s kbroker | broker CPU s Kafka |",
-            "|---|---|---|---|---|---|---|---|"]
+            "broker CPU s kbroker | broker CPU s Kafka | client CPU s kbroker | client CPU s Kafka |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for f in figs:
         if f["group"] not in ("produce", "consume"):
             continue
@@ -117,7 +121,9 @@ def markdown(results: dict[str, Any]) -> str:
         out.append(f"| {f['label']} | {_fmt(kb, '.1f', mb)} | {_fmt(ka, '.1f', mb)} | {_fmt(kb, ',.0f')} | "
                    f"{_fmt(ka, ',.0f')} | {_fmt(summarise(ratios(results, f['id'])), '.2f')} | "
                    f"{_fmt(summarise(cpu_series(results, f['id'], KB)), '.1f')} | "
-                   f"{_fmt(summarise(cpu_series(results, f['id'], KAFKA)), '.1f')} |")
+                   f"{_fmt(summarise(cpu_series(results, f['id'], KAFKA)), '.1f')} | "
+                   f"{_fmt(summarise(cpu_series(results, f['id'], KB, 'client_cpu')), '.1f', missing='—')} | "
+                   f"{_fmt(summarise(cpu_series(results, f['id'], KAFKA, 'client_cpu')), '.1f', missing='—')} |")
 
     for group, title in (("latency", "End-to-end latency"), ("start", "Cold start"), ("memory", "Memory")):
         out += ["", f"## {title}", "", "| figure | kbroker | Kafka | ratio |", "|---|---|---|---|"]

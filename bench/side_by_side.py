@@ -178,7 +178,7 @@ def _log(msg: str) -> None:
 
 def repetition(i: int, sizes: Sizes, tmp: Path) -> dict[str, Any]:
     order = [KB, KAFKA] if i % 2 == 0 else [KAFKA, KB]
-    rep: dict[str, Any] = {"order": order, "values": {}, "cpu": {}, "errors": {}}
+    rep: dict[str, Any] = {"order": order, "values": {}, "cpu": {}, "client_cpu": {}, "errors": {}}
 
     def record(fid: str, broker: str, value: float | None) -> None:
         rep["values"].setdefault(fid, {})[broker] = value
@@ -236,19 +236,21 @@ def _run_pair(w: Workload, order: list[str], brokers: dict[str, Any], pids: dict
     for b in order:
         try:
             w.prepare(brokers[b].bootstrap)
-            cpu0 = workloads.cpu_seconds(pids[b])
+            cpu0, client0 = workloads.cpu_seconds(pids[b]), workloads.client_cpu_seconds()
             values = w.run(brokers[b].bootstrap)
             cpu = workloads.cpu_seconds(pids[b]) - cpu0
+            client = workloads.client_cpu_seconds() - client0
         except Exception as e:  # one failed measurement must not lose the run's others
             rep["errors"].setdefault(w.name, {})[b] = f"{type(e).__name__}: {str(e)[:300]}"
             _log(f"rep {i + 1} {b}: {w.name} FAILED: {e}")
             continue
         rep["cpu"].setdefault(w.name, {})[b] = cpu
+        rep["client_cpu"].setdefault(w.name, {})[b] = client
         for fid, v in values.items():
             rep["values"].setdefault(fid, {})[b] = v
         shown = ", ".join(f"{fid.rsplit('.', 1)[-1] if fid.startswith('latency') else 'records/s'} "
                           f"{v:,.2f}" for fid, v in values.items())
-        _log(f"rep {i + 1} {b}: {w.name}: {shown} (broker CPU {cpu:.1f} s)")
+        _log(f"rep {i + 1} {b}: {w.name}: {shown} (broker CPU {cpu:.1f} s, client {client:.1f} s)")
 
 
 def compile_kbroker() -> None:

@@ -14,13 +14,15 @@ kbroker alone (bench/produce_consume_bench.py).
 * ``latency``: records produced at a fixed rate, each carrying its send time, read by a
   consumer in another process; produce-to-consume latency per record.
 * ``cold_start``: process start until the first acknowledged produce.
-* ``peak_rss`` / ``reset_peak_rss`` / ``cpu_seconds``: what /proc says about a process.
+* ``peak_rss`` / ``reset_peak_rss`` / ``cpu_seconds``: what /proc says about a process;
+  ``client_cpu_seconds``: what this process and its children have used (the client side).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import resource
 import struct
 import time
 from array import array
@@ -262,6 +264,14 @@ def reset_peak_rss(pid: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def client_cpu_seconds() -> float:
+    """User + system CPU time so far of this process (the confluent-kafka clients run in it,
+    librdkafka's threads included) and of its waited-for children (the Java tools, the latency
+    reader): the client side of a workload, as a difference of two calls around it."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def cpu_seconds(pid: int) -> float:
