@@ -39,7 +39,8 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
   walk over every record (record_validation.py) runs in C (``_record_scan.c``, built by
   setup.py), with a pure-Python twin.
 * checkpoint.py (text checkpoints, meta.properties, clean-shutdown marker),
-  durable_files.py (fsync by path; write-temp-fsync-rename of every small state file), config.py
+  durable_files.py (fsync by path; write-temp-fsync-rename of every small state file; syncfs),
+  durable_batch.py (the background pass making many small state files durable at once), config.py
   (``LogConfig`` with Kafka's topic-config names and defaults, ``CleanerConfig``), files.py (naming),
   types.py (frozen value types), errors.py (Kafka
   error names), clock.py / scheduler.py (injected time, cooperative tasks).

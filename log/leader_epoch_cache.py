@@ -25,8 +25,9 @@ Semantics, as Kafka's:
 Writes: Kafka fsyncs the file inside ``assign`` and defers the truncation writes to its
 scheduler.  Here nothing fsyncs on the caller's thread (the event loop, under the log's
 lock): ``assign`` replaces the file at once without fsync, truncations write nothing at
-once, and both queue one ``leader-epoch-cache-flush-<tp>`` task on the log's scheduler (the
-background thread) that rewrites the file and fsyncs it.  A crash before that task loses at
+once, and both queue a flush on the log's scheduler's ``DurableWriteBatch`` (durable_batch.py:
+one background task for every file pending) that rewrites the file and fsyncs it, or for
+thousands of files at once syncs their file system once.  A crash before that task loses at
 most the newest entries, which the loader gets back from the batches' ``partitionLeaderEpoch``
 while recovering (Kafka's segment recovery does the same) and the partition layer re-assigns
 its current epoch when the log opens.  A cache whose log is closed or deleted writes nothing
@@ -44,6 +45,7 @@ import threading
 from typing import NamedTuple
 
 from log.checkpoint import CheckpointFile
+from log.durable_batch import durable_write_batch
 from log.scheduler import Scheduler
 
 __all__ = ["LEADER_EPOCH_CHECKPOINT_FILE", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "EpochEntry",
@@ -211,17 +213,16 @@ class LeaderEpochFileCache:
     def _queue_flush(self) -> None:
         if not self._flush_queued and not self._closed:
             self._flush_queued = True
-            self.scheduler.schedule_once(f"leader-epoch-cache-flush-{self.topic_partition[0]}-{self.topic_partition[1]}",
-                                         self.flush)
+            durable_write_batch(self.scheduler).add(self.dir, self.flush)
 
-    def flush(self) -> None:
-        """Write the file and fsync it (and its directory), unless the log was closed or its
-        directory is gone (Kafka's ``writeIfDirExists``)."""
+    def flush(self, sync: bool = True) -> None:
+        """Write the file, fsynced with its directory when ``sync``, unless the log was
+        closed or its directory is gone (Kafka's ``writeIfDirExists``)."""
         with self._lock:
             self._flush_queued = False
             if self._closed or not os.path.isdir(self.dir):
                 return
-            self.checkpoint.write(self._entries, sync=True)
+            self.checkpoint.write(self._entries, sync=sync)
 
     def close(self, flush: bool = True) -> None:
         """The log closes: write the file a last time (``flush``; not after a crash) and

@@ -58,6 +58,7 @@ from enum import Enum
 from log.clock import Clock
 from log.config import LogConfig, ProducerStateManagerConfig
 from log.control_batch import control_record_type, marker_batch
+from log.durable_batch import durable_write_batch
 from log.errors import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -67,11 +68,7 @@ from log.files import DELETED_FILE_SUFFIX, parse_topic_partition_name
 from log.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from log.loader import LogLoader
 from log.local_log import LocalLog
-from log.partition_metadata_file import (
-    InconsistentTopicIdError,
-    PartitionMetadataFile,
-    metadata_file_flusher,
-)
+from log.partition_metadata_file import InconsistentTopicIdError, PartitionMetadataFile
 from log.producer_state import AppendOrigin, ProducerStateManager
 from log.producer_state_rebuild import rebuild_producer_state
 from log.retention import SegmentRetention
@@ -180,7 +177,7 @@ class Log(SegmentRetention):
         """Give this log its topic id (UnifiedLog.assignTopicId / initializeTopicId): a log
         that already has another one raises ``InconsistentTopicIdError`` (Kafka's
         INCONSISTENT_TOPIC_ID); a new one is recorded and ``partition.metadata`` is written by
-        the scheduler's ``flush-metadata-files`` task (one for every log given an id meanwhile), or by the first append (no
+        the scheduler's ``flush-state-files`` task (one for every log given an id meanwhile), or by the first append (no
         fsync there; the task syncs it) or the close if they come first (Kafka: before any
         data reaches the disk)."""
         if self.topic_id is not None:
@@ -192,7 +189,8 @@ class Log(SegmentRetention):
             return
         self.partition_metadata.record(topic_id)
         self.topic_id = topic_id
-        metadata_file_flusher(self.scheduler).add(self._flush_partition_metadata)   # one task per batch
+        durable_write_batch(self.scheduler).add(self.dir, self._flush_partition_metadata,
+                                                self.partition_metadata.synced)   # one task per batch
 
     def _flush_partition_metadata(self, durable: bool = True) -> None:
         # Not under ``lock`` (an fsync).  close() flushes and delete() forgets the pending id

@@ -20,30 +20,25 @@ calls it from a scheduled task and at close; before an append it calls
 fsyncs the file and the directory later).  Either costs one attribute check when nothing is
 pending.  Thread-safe.
 
-Coalescing (``MetadataFileFlusher``): a creation of 10,000 partitions gives 10,000 logs
-their id; each log hands its flush to its scheduler's one flusher, which queues a single
-``flush-metadata-files`` task for everything pending (not one task per file) and writes
-them all in one pass on the scheduler's thread.
+Coalescing: a creation of 10,000 partitions gives 10,000 logs their id; each log hands its
+flush to its scheduler's ``DurableWriteBatch`` (durable_batch.py), which writes them all in
+one task and, for many files, makes them durable with one ``syncfs`` (then ``synced``).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
 import uuid
-import weakref
-from collections.abc import Callable
 
 from log.durable_files import fsync_path, replace_file
 from log.log_dir_checks import LogDirError
 from wire.uuids import ZERO_UUID, uuid_from_string, uuid_to_string
 
-__all__ = ["PARTITION_METADATA_FILE_NAME", "InconsistentTopicIdError", "MetadataFileFlusher", "PartitionMetadataError",
-           "PartitionMetadataFile", "decode_partition_metadata", "encode_partition_metadata", "metadata_file_flusher"]
+__all__ = ["PARTITION_METADATA_FILE_NAME", "InconsistentTopicIdError", "PartitionMetadataError",
+           "PartitionMetadataFile", "decode_partition_metadata", "encode_partition_metadata"]
 
-_log = logging.getLogger(__name__)
 
 PARTITION_METADATA_FILE_NAME = "partition.metadata"
 CURRENT_VERSION = 0
@@ -142,6 +137,13 @@ class PartitionMetadataFile:
             self._dirty = None
             self._unsynced = not durable
 
+    def synced(self) -> None:
+        """What ``maybe_flush(durable=False)`` wrote was made durable another way (a syncfs
+        of its file system): the next durable call has nothing to fsync."""
+        with self._lock:
+            if self._dirty is None:
+                self._unsynced = False
+
     def delete(self) -> None:
         with self._lock:
             self._dirty = None
@@ -150,49 +152,3 @@ class PartitionMetadataFile:
                 os.remove(self.path)
             except FileNotFoundError:
                 pass
-
-
-class MetadataFileFlusher:
-    """The pending ``partition.metadata`` writes of one scheduler's logs, written by one
-    ``flush-metadata-files`` task per batch (see the module docstring).  ``add`` may be
-    called on any thread; a flush added while the task runs is taken by the next task."""
-
-    TASK_NAME = "flush-metadata-files"
-
-    def __init__(self, scheduler) -> None:  # noqa: ANN001 - log.scheduler.Scheduler (no import cycle)
-        self.scheduler = scheduler
-        self._lock = threading.Lock()
-        self._pending: list[Callable[[], None]] = []
-        self.tasks_queued = 0   # for tests and benches: tasks, not files
-
-    def add(self, flush: Callable[[], None]) -> None:
-        with self._lock:
-            self._pending.append(flush)
-            if len(self._pending) > 1:
-                return   # the task queued for the first one takes this one too
-            self.tasks_queued += 1
-        self.scheduler.schedule_once(self.TASK_NAME, self.run)
-
-    def run(self) -> int:
-        """Write everything pending now; returns how many flushes ran."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-        for flush in pending:
-            try:
-                flush()
-            except Exception:  # noqa: BLE001 - one bad dir must not keep the others' ids unwritten
-                _log.exception("Error while writing a partition.metadata file")
-        return len(pending)
-
-
-_FLUSHERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_FLUSHERS_LOCK = threading.Lock()
-
-
-def metadata_file_flusher(scheduler) -> MetadataFileFlusher:  # noqa: ANN001 - a log.scheduler.Scheduler
-    """The one flusher of ``scheduler``'s logs."""
-    with _FLUSHERS_LOCK:
-        flusher = _FLUSHERS.get(scheduler)
-        if flusher is None:
-            flusher = _FLUSHERS[scheduler] = MetadataFileFlusher(scheduler)
-        return flusher

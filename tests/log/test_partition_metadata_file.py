@@ -86,7 +86,7 @@ def test_the_first_append_writes_a_pending_topic_id_before_the_data_and_the_task
     lg.append_as_leader(batch())
     assert PartitionMetadataFile(lg.dir).read() == TID
     assert synced == []          # the append path (maybe the event loop) never waits on an fsync
-    lg.scheduler.run_pending()   # flush-metadata-files
+    lg.scheduler.run_pending()   # flush-state-files
     assert len(synced) == 2      # the file, then its directory (the rename), as Kafka's atomic move
     lg.scheduler.run_pending()
     assert len(synced) == 2      # nothing left to sync
@@ -99,7 +99,7 @@ def test_logs_given_ids_together_share_one_flush_task_that_fsyncs_each_file_and_
     logs = [open_log(tmp_path, scheduler=scheduler, name=f"t-{i}") for i in range(50)]
     for lg in logs:
         lg.assign_topic_id(TID)
-    assert scheduler.pending_names() == ["flush-metadata-files"]
+    assert scheduler.pending_names() == ["flush-state-files"]
     synced: list[str] = []
     real_fsync = os.fsync
     monkeypatch.setattr(pmf.os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
@@ -111,7 +111,7 @@ def test_logs_given_ids_together_share_one_flush_task_that_fsyncs_each_file_and_
     assert scheduler.pending_names() == []
     late = open_log(tmp_path, scheduler=scheduler, name="t-50")
     late.assign_topic_id(TID)    # after the task ran: a task of its own
-    assert scheduler.pending_names() == ["flush-metadata-files"]
+    assert scheduler.pending_names() == ["flush-state-files"]
 
 
 def test_a_log_refuses_a_topic_id_other_than_the_one_it_holds(tmp_path):
