@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from math import nan
 from pathlib import Path
 
 from bench.topic_creation_bench import Conn
@@ -43,6 +44,8 @@ from wire.messages import (
 
 ROOT = Path(__file__).resolve().parents[1]
 _STARTED = re.compile(r"started \(kbroker id=\d+\) listening on")
+_FLUSHED = re.compile(r"flushed \d+ log\(s\) in ([0-9.]+) s")      # kbroker/log_shutdown.py
+_CLOSED = re.compile(r"closed \d+ log\(s\), checkpoints and clean-shutdown marker written in ([0-9.]+) s")
 
 
 class Broker:
@@ -73,6 +76,17 @@ class Broker:
             self.lines.append((time.time(), line.rstrip()))
             if _STARTED.search(line):
                 self.started.set()
+
+    def phase_seconds(self) -> dict[str, float]:
+        """The broker's own log lines' figures: seconds of step 1 (``flush_all``, the listeners
+        open) and of step 2 (``close_all``, through the clean-shutdown marker)."""
+        out = {}
+        for _, line in self.lines:
+            if m := _FLUSHED.search(line):
+                out["flush_s"] = float(m.group(1))
+            elif m := _CLOSED.search(line):
+                out["close_s"] = float(m.group(1))
+        return out
 
     def stop(self) -> tuple[float, float]:
         """SIGTERM; (time sent, time exited)."""
@@ -156,7 +170,8 @@ def run(tree: Path, topics: int, partitions: int, records: int) -> dict[str, flo
                 "shutdown_worst_stall_ms": max(stalls, default=float("nan")),
                 "answered_after_sigterm_s": max(0.0, pinger.last_answer - t_term),
                 "start_s": start_s, "start_worst_stall_ms": max(start_stalls, default=float("nan")),
-                "second_shutdown_s": t_exit2 - t_term2, "load": load}
+                "second_shutdown_s": t_exit2 - t_term2, "load": load,
+                **b.phase_seconds(), **{f"second_{k}": v for k, v in b2.phase_seconds().items()}}
 
 
 def main() -> None:
@@ -172,7 +187,9 @@ def main() -> None:
     print(f"{r['partitions']} partitions ({args.tree}): shutdown {r['shutdown_s']:.2f} s, worst loop stall "
           f"{r['shutdown_worst_stall_ms']:.0f} ms, ApiVersions answered until {r['answered_after_sigterm_s']:.2f} s "
           f"after SIGTERM; start {r['start_s']:.2f} s, worst loop stall {r['start_worst_stall_ms']:.0f} ms; "
-          f"second shutdown {r['second_shutdown_s']:.2f} s; load {r['load']:.2f}", flush=True)
+          f"second shutdown {r['second_shutdown_s']:.2f} s; load {r['load']:.2f}; the broker's own figures: "
+          f"flush {r.get('flush_s', nan):.2f} s + close {r.get('close_s', nan):.2f} s, second "
+          f"{r.get('second_flush_s', nan):.2f} s + {r.get('second_close_s', nan):.2f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -27,21 +27,25 @@ closed or deleted meanwhile.  The batch never holds its own lock while calling o
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from log.durable_files import syncfs
+from log.durable_files import syncfs_file_systems
 
-__all__ = ["SYNCFS_MIN_WRITES", "DurableWriteBatch", "durable_write_batch"]
+__all__ = ["SYNCFS_MIN_WRITES", "DurableWriteBatch", "durable_write_batch", "syncfs_pays"]
 
 _log = logging.getLogger(__name__)
 
 # Below this many files, one fsync pair each (~0.4 ms) costs less than a syncfs, which also
 # writes out whatever else the file system has dirty (segment data, up to gigabytes).
 SYNCFS_MIN_WRITES = 256
+
+
+def syncfs_pays(files: int) -> bool:
+    """Is one syncfs cheaper than fsyncing ``files`` small files one by one?"""
+    return files >= SYNCFS_MIN_WRITES
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ class DurableWriteBatch:
         """Make everything pending now durable; returns how many writes ran."""
         with self._lock:
             pending, self._pending = self._pending, []
-        if len(pending) < SYNCFS_MIN_WRITES or not self._write_then_syncfs(pending):
+        if not syncfs_pays(len(pending)) or not self._write_then_syncfs(pending):
             for w in pending:
                 _flush(w, True)
         return len(pending)
@@ -83,19 +87,11 @@ class DurableWriteBatch:
         """Write all unsynced, then one syncfs per file system; False if a syncfs failed."""
         for w in pending:
             _flush(w, False)
-        file_systems: dict[int, str] = {}
-        for w in pending:
-            try:
-                file_systems.setdefault(os.stat(w.dir).st_dev, w.dir)
-            except OSError:
-                pass   # the log was deleted meanwhile: nothing of it to sync
-        for d in file_systems.values():
-            try:
-                syncfs(d)
-            except OSError as e:
-                _log.warning("syncfs of %s failed (%s); syncing the %d state files one by one", d, e, len(pending))
-                return False
-            self.syncfs_calls += 1
+        try:   # a log deleted meanwhile has nothing left to sync
+            self.syncfs_calls += syncfs_file_systems(w.dir for w in pending)
+        except OSError as e:
+            _log.warning("syncfs failed (%s); syncing the %d state files one by one", e, len(pending))
+            return False
         for w in pending:
             if w.synced is not None:
                 w.synced()

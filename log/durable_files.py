@@ -7,7 +7,8 @@ Two things, each Kafka's (``Utils.flushDir`` and ``Utils.atomicMoveWithFallback`
   name to survive a crash.
 * ``syncfs(path)``: Linux's syncfs(2) on the file system holding ``path``: every dirty page
   and metadata change of that file system is on the disk when it returns (durable_batch.py
-  uses it for thousands of small files at once).
+  uses it for thousands of small files at once); ``syncfs_file_systems(dirs)`` calls it once
+  for each file system among ``dirs``.
 * ``replace_file(path, data, sync)``: write ``data`` to ``<path>.tmp``, fsync it, rename it over
   ``path``, fsync the directory.  Readers see the old file or the new one, never a part; a crash
   leaves at most a stray ``.tmp`` (ignored by every reader and overwritten by the next write).
@@ -20,8 +21,9 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+from collections.abc import Iterable
 
-__all__ = ["TMP_SUFFIX", "fsync_path", "replace_file", "syncfs"]
+__all__ = ["TMP_SUFFIX", "fsync_path", "replace_file", "syncfs", "syncfs_file_systems"]
 
 TMP_SUFFIX = ".tmp"
 
@@ -51,6 +53,21 @@ def syncfs(path: str) -> None:
             raise OSError(err, os.strerror(err), path)
     finally:
         os.close(fd)
+
+
+def syncfs_file_systems(dirs: Iterable[str]) -> int:
+    """``syncfs`` once per file system holding one of ``dirs`` (a directory that no longer
+    exists is skipped: nothing in it is left to sync); OSError from the first that fails.
+    Returns the number of syncfs calls."""
+    file_systems: dict[int, str] = {}
+    for d in dirs:
+        try:
+            file_systems.setdefault(os.stat(d).st_dev, d)
+        except FileNotFoundError:
+            pass
+    for d in file_systems.values():
+        syncfs(d)
+    return len(file_systems)
 
 
 def replace_file(path: str, data: bytes, sync: bool = True) -> None:

@@ -224,12 +224,12 @@ class LeaderEpochFileCache:
                 return
             self.checkpoint.write(self._entries, sync=sync)
 
-    def close(self, flush: bool = True) -> None:
-        """The log closes: write the file a last time (``flush``; not after a crash) and
-        never again."""
+    def close(self, flush: bool = True, sync: bool = True) -> None:
+        """The log closes: write the file a last time (``flush``; not after a crash), fsynced
+        unless ``sync`` is False (the caller syncs the file system), and never again."""
         with self._lock:
             if flush and not self._closed and os.path.isdir(self.dir):
-                self.checkpoint.write(self._entries, sync=True)
+                self.checkpoint.write(self._entries, sync=sync)
             self._closed = True
 
     def __repr__(self) -> str:

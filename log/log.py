@@ -689,14 +689,18 @@ class Log(SegmentRetention):
             self.producer_state_manager.remove_expired_producers(now_ms)
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
-        """Clean close: snapshot producer state at the LEO, trim indexes, close files."""
+    def close(self, sync: bool = True) -> None:
+        """Clean close: snapshot producer state at the LEO, trim indexes, close files.
+        ``sync=False``: the state files written here (producer snapshot, leader epoch file,
+        a pending partition.metadata) are not fsynced; the caller makes them durable (one
+        syncfs for thousands of logs: ``LogManager.finish_shutdown``) before anything
+        vouches for them."""
         with self.replace_lock, self.lock:
             if self.local_log.closed:
                 return
-            self.partition_metadata.maybe_flush()
-            self.producer_state_manager.take_snapshot()
-            self.leader_epoch_cache.close()
+            self.partition_metadata.maybe_flush(durable=sync)
+            self.producer_state_manager.take_snapshot(sync)
+            self.leader_epoch_cache.close(sync=sync)
             self.local_log.close()
 
     def close_handlers(self) -> None:

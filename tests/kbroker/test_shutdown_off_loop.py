@@ -143,9 +143,9 @@ def test_a_flush_that_fails_while_still_answering_does_not_stop_the_shutdown_whi
         def failing_flush(logs: list[Any]) -> None:
             raise OSError("disk hiccup")
 
-        def watched(logs: list[Any], flushed: bool = False) -> None:
+        def watched(logs: list[Any], flushed: bool = False, **kw: Any) -> None:
             forced.append(not flushed)
-            close_logs(logs, flushed=flushed)
+            close_logs(logs, flushed=flushed, **kw)
         lm.flush_logs, lm.close_logs = failing_flush, watched
     finally:
         b.stop()

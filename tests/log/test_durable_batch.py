@@ -9,6 +9,7 @@ import os
 import pytest
 
 import log.durable_batch as durable_batch
+import log.durable_files as durable_files
 from log.clock import ManualClock
 from log.durable_files import syncfs
 from log.leader_epoch_cache import LeaderEpochCheckpointFile
@@ -29,7 +30,7 @@ def counted(monkeypatch):
     syncfsd: list[str] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (fsynced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
-    monkeypatch.setattr(durable_batch, "syncfs", lambda path: (syncfsd.append(path), syncfs(path)))
+    monkeypatch.setattr(durable_files, "syncfs", lambda path: (syncfsd.append(path), syncfs(path)))
     return fsynced, syncfsd
 
 
@@ -77,7 +78,7 @@ def test_a_failed_syncfs_falls_back_to_fsyncing_each_file(tmp_path, counted, mon
     def failing(path):
         raise OSError(errno.EIO, "Input/output error", path)
 
-    monkeypatch.setattr(durable_batch, "syncfs", failing)
+    monkeypatch.setattr(durable_files, "syncfs", failing)
     scheduler, logs = _new_logs(tmp_path)
     scheduler.run_pending()
     _assert_written(logs)
