@@ -222,10 +222,18 @@ def body(mib: int, partition_points: tuple[int, ...] = PARTITION_POINTS,
     return run
 
 
-def rows() -> list[tuple[str, str, str]]:
-    """(axis label, point label, figure prefix)"""
-    out = [("connections", f"{c}", f"conn{c}.produce") for c in CONNECTION_POINTS]
-    for p in PARTITION_POINTS:
+def run_points(results: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(partition points, connection points) the run measured (``--partitions``,
+    ``--connections``; results from before the key: all)."""
+    chosen = results.get("points", {})
+    return (tuple(chosen.get("partitions", PARTITION_POINTS)), tuple(chosen.get("connections", CONNECTION_POINTS)))
+
+
+def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(axis label, point label, figure prefix) of the points the run measured."""
+    parts, conns = run_points(results)
+    out = [("connections", f"{c}", f"conn{c}.produce") for c in conns]
+    for p in parts:
         out += [("partitions, produce", f"{p:,}", f"p{p}.produce"), ("partitions, consume", f"{p:,}", f"p{p}.consume")]
     return out
 
@@ -241,7 +249,7 @@ def markdown(results: dict[str, Any]) -> str:
            "", "![cost curves](cost_curves.png)", "",
            "| curve | point | kbroker MB/s | Kafka MB/s | ratio | kbroker CPU s/GB | Kafka CPU s/GB | CPU ratio |",
            "|---|---|---|---|---|---|---|---|"]
-    for axis, label, prefix in rows():
+    for axis, label, prefix in rows(results):
         mb, cpu = f"{prefix}.MBps", f"{prefix}.cpu_s_per_GB"
         out.append(f"| {axis} | {label} | {paired.cell(paired.values(reps, mb, KB), '.1f')} | "
                    f"{paired.cell(paired.values(reps, mb, KAFKA), '.1f')} | {paired.cell(paired.ratios(reps, mb))} | "
@@ -249,7 +257,7 @@ def markdown(results: dict[str, Any]) -> str:
                    f"{paired.cell(paired.ratios(reps, cpu))} |")
     out += ["", "Topic creation (CreateTopics until every partition has a leader in Metadata), seconds:", "",
             "| partitions | kbroker | Kafka |", "|---|---|---|"]
-    for p in PARTITION_POINTS:
+    for p in run_points(results)[0]:
         per = {b: [r["create_s"][f"p{p}"][b] for r in reps if b in r.get("create_s", {}).get(f"p{p}", {})]
                for b in (KB, KAFKA)}
         out.append(f"| {p:,} | {paired.cell(per[KB])} | {paired.cell(per[KAFKA])} |")
@@ -306,7 +314,7 @@ def main() -> None:
             return default
         return () if arg == "none" else tuple(int(x) for x in arg.split(","))
     parts, conns = points(args.partitions, PARTITION_POINTS), points(args.connections, CONNECTION_POINTS)
-    results: dict[str, Any] = {"mib": args.mib, "machine": machine.facts(
+    results: dict[str, Any] = {"mib": args.mib, "points": {"partitions": parts, "connections": conns}, "machine": machine.facts(
         Path("/tmp"), kafka_dist.kafka_version(), kafka_dist.java_version())}
     args.out.mkdir(parents=True, exist_ok=True)
 
