@@ -36,9 +36,8 @@ def _filled(tmp_path) -> tuple[LogManager, list[int]]:
     ends = []
     for i in range(LOGS):
         lg = lm.get_or_create_log(("t", i))
-        for _ in range(i + 1):
-            lg.append_as_leader(batch(n=2, producer_id=7 + i, producer_epoch=0, base_sequence=0 if _ == 0 else 2 * _),
-                                leader_epoch=5)
+        for n in range(i + 1):   # log i: i + 1 batches of 2 records from producer 7 + i
+            lg.append_as_leader(batch(n=2, producer_id=7 + i, producer_epoch=0, base_sequence=2 * n), leader_epoch=5)
         ends.append(lg.log_end_offset)
     return lm, ends
 
