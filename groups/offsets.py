@@ -151,8 +151,14 @@ class OffsetManager:
         offset = OffsetAndMetadata.from_value(value, record_offset)
         if producer_id >= 0:
             self.txn.add(producer_id, key.group, tp, offset)
-        else:
-            self.offsets.setdefault(key.group, {})[tp] = offset
+            return
+        by_tp = self.offsets.setdefault(key.group, {})
+        current = by_tp.get(tp)
+        # Outcomes of appends may come back out of log order (each waits for its own
+        # replication): the commit later in the log wins, as in Kafka's
+        # GroupMetadata.onOffsetCommitAppend (``olderThan``: by the record's offset).
+        if current is None or current.older_than(offset):
+            by_tp[tp] = offset
 
     def apply(self, records: list[Record], now_ms: int, base_offset: int = -1,
               producer_id: int = -1) -> None:

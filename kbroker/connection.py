@@ -1,9 +1,22 @@
-"""One client connection: framing, in-order pipelining, flow control (an asyncio.Protocol).
+"""One client connection: framing, in-order effects and answers, flow control (an asyncio.Protocol).
 
-Requests on a connection are decoded as they arrive and each takes a response slot in
-arrival order; responses leave strictly in that order (Kafka clients match responses
-to the oldest in-flight request).  A handler that parks (Fetch long-poll) holds up
-only this connection's later responses, never other connections.  A slot whose
+Requests on a connection take effect in the order they were sent, and each takes a
+response slot in that order; responses leave strictly in that order (Kafka clients match
+responses to the oldest in-flight request).  Order of effects is decided here, once, for
+every API: a handler answers synchronously (its effects have all happened when it
+returns), or returns an awaitable; then the connection dispatches nothing more of its
+frames (and stops reading) until that awaitable is done, unless the handler has said
+``ctx.took_effect()``: everything it changes is changed and only its answer waits.  So an
+OffsetCommit waiting for its ``__consumer_offsets`` append to replicate, or a transactional
+Produce waiting for its verification by a coordinator on another broker, holds the
+requests sent after it, as Kafka's processor does by muting the channel until the
+response is on its way (async commits and idempotent producers with five requests in
+flight rely on it).  Two waits take effect first and keep the pipelining, because
+clients pipeline behind them: an acks=all Produce waiting for the ISR (its appends are
+done; Kafka holds the connection, kbroker lets the next appends go on in order:
+NOT_IMPLEMENTED.md) and a parked Fetch (it changes nothing; a later request of the
+connection makes it answer at once with what there is, below).  A handler that parks
+holds up only this connection, never other connections.  A slot whose
 handler answered ``NO_RESPONSE`` (acks=0 Produce) is released without writing.  A
 handler that answered ``CloseConnection`` (an acks=0 Produce with an error, Kafka's
 ``requestChannel.closeConnection``) closes the connection in its turn: the responses of
@@ -177,6 +190,9 @@ class KafkaConnection(asyncio.Protocol):
         # requests dispatched so far, and the future a parked Fetch waits on for the next one
         self._requests = 0
         self._next_request: asyncio.Future[None] | None = None
+        # Order of effects (module docstring): the request whose effects have not all
+        # happened yet; while set, no later frame of this connection is dispatched.
+        self._holding: RequestContext | None = None
 
     # ------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -215,13 +231,17 @@ class KafkaConnection(asyncio.Protocol):
         except FrameError as e:
             self._abort(f"bad frame: {e}")
             return
+        self._dispatch_frames()
+
+    def _dispatch_frames(self) -> None:
+        """Dispatch the complete frames received, in order, until one holds the rest."""
         # Every response answered synchronously while this chunk's requests are dispatched
         # leaves in one writelines (one send) after the loop, not one send per request:
         # pipelining clients (librdkafka sends up to 5+ requests back to back) cost a
         # syscall and a wake-up of the client per chunk instead of per request.
         self._dispatching = True
         try:
-            while not self.closed and not self._closing:
+            while not self.closed and not self._closing and self._holding is None:
                 frame = self.decoder.next_frame()
                 if frame is None:
                     break
@@ -284,6 +304,9 @@ class KafkaConnection(asyncio.Protocol):
             fut = asyncio.ensure_future(result)
             self.tasks.add(fut)
             fut.add_done_callback(lambda f, s=slot, c=ctx, r=request: self._async_done(f, s, c, r))
+            if not ctx.effected:   # its effects are still to come: the next frames wait
+                self._holding = ctx
+                ctx.on_effect = partial(self._release, ctx)
         else:
             self._fill(slot, ctx, version, result, request)
 
@@ -356,8 +379,19 @@ class KafkaConnection(asyncio.Protocol):
         exc = fut.exception()
         if exc is not None:
             self._handler_failed(slot, ctx, request, exc)
+        else:
+            self._fill(slot, ctx, ctx.api_version, fut.result(), request)
+        self._release(ctx)   # answered (or failed): whatever it did has happened
+
+    def _release(self, ctx: RequestContext) -> None:
+        """``ctx``'s request has taken effect: dispatch the frames that waited behind it."""
+        if self._holding is not ctx:
             return
-        self._fill(slot, ctx, ctx.api_version, fut.result(), request)
+        self._holding = None
+        ctx.on_effect = None
+        if self.closed or self._dispatching:   # (inside the loop: it goes on by itself)
+            return
+        self._dispatch_frames()
 
     def _fill(self, slot: _Slot, ctx: RequestContext, version: int, result: Any,
               request: Any) -> None:
@@ -556,6 +590,7 @@ class KafkaConnection(asyncio.Protocol):
         if t is None or self.closed:
             return
         should_pause = self._write_paused or self._closing or bool(self._out) or len(self.slots) >= MAX_PENDING or (
+            self._holding is not None) or (
             self._muted_until > 0 and self._muted_until > asyncio.get_running_loop().time())
         if should_pause and not self._read_paused:
             self._read_paused = True

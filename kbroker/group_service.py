@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import struct
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbroker.groups")
 _CONTROL_KEY = struct.Struct(">hh")  # control record key: version, type
+
+# Test seam: on a single node, the outcome of each __consumer_offsets append is known only
+# after a delay, as if waiting for replication: the k-th such write waits 0, 1/2 or 1 times
+# this many ms (k mod 3), so outcomes come back out of append order, as replication's do
+# across partitions and connections.  Nothing but the compat tests sets it.
+_SLOW_APPEND_MS = int(os.environ.get("KBROKER_TEST_SLOW_OFFSETS_APPEND_MS", "0") or 0)
+if _SLOW_APPEND_MS:
+    log.warning("KBROKER_TEST_SLOW_OFFSETS_APPEND_MS: __consumer_offsets appends complete "
+                "after up to %d ms", _SLOW_APPEND_MS)
 
 
 class GroupService:
@@ -249,7 +259,7 @@ class GroupService:
         the follow-ups; afterwards the call's answers may leave.  None when that is done
         now; in cluster mode a call with writes waits for their replication: the task
         that finishes it."""
-        if result.writes and self._replicated():
+        if result.writes and (self._replicated() or _SLOW_APPEND_MS):
             task = asyncio.get_running_loop().create_task(self._apply_replicated(result))
             self._replicating.add(task)
             task.add_done_callback(self._replicating.discard)
@@ -270,17 +280,29 @@ class GroupService:
         current: Result | None = result
         try:
             while current is not None:
-                appended = [self.append(w, required_acks=-1) for w in current.writes]
+                appended = [self.append(w, required_acks=-1 if cluster is not None else 1)
+                            for w in current.writes]
                 required: dict[tuple[str, int], int] = {}
                 for code, tp, end in appended:
                     if code is ErrorCode.NONE:
                         required[tp] = max(required.get(tp, 0), end)
-                replicated = await cluster.replicas.delayed_produce.wait(required, timeout_ms) \
-                    if required else {}
+                if cluster is None:   # the test seam (above): a single node that waits
+                    replicated = await self._slow_append_wait(required)
+                else:
+                    replicated = await cluster.replicas.delayed_produce.wait(required, timeout_ms) \
+                        if required else {}
                 current = current.appended([replicated[tp] if code is ErrorCode.NONE else code
                                             for code, tp, _ in appended])
         finally:
             self._arm_timer()
+
+    _slowed = 0
+
+    async def _slow_append_wait(self, required: dict[tuple[str, int], int]) -> dict[tuple[str, int], ErrorCode]:
+        """The test seam's wait (module top): every append succeeds, late."""
+        GroupService._slowed += 1
+        await asyncio.sleep(_SLOW_APPEND_MS * (GroupService._slowed % 3) / 2000)
+        return dict.fromkeys(required, ErrorCode.NONE)
 
     def append(self, write: Write, required_acks: int = 1) -> tuple[ErrorCode, tuple[str, int], int]:
         """Append one write as one batch to its group's partition: (NONE or the log's error

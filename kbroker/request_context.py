@@ -27,3 +27,19 @@ class RequestContext:
     # Fetch only (set by the connection): a future done once the connection has read a
     # request after this one; a parked Fetch answers then (kbroker/handlers/fetch.py).
     request_after: Callable[[], Any] | None = None
+    # Order of effects (kbroker/connection.py): a handler that answers later (an awaitable)
+    # holds the connection's later requests until it completes, unless it says with
+    # ``took_effect()`` that everything it changes is changed and only its answer waits.
+    effected: bool = False
+    on_effect: Callable[[], None] | None = None   # set by the connection while it holds
+
+    def took_effect(self) -> None:
+        """Every effect of this request has happened (appended, committed, changed); only
+        its answer is still to come (an acks=all Produce waiting for the ISR, a parked
+        Fetch): the connection's later requests may go ahead.  Idempotent."""
+        if not self.effected:
+            self.effected = True
+            release = self.on_effect
+            if release is not None:
+                self.on_effect = None
+                release()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,16 @@ if TYPE_CHECKING:
     from kbroker.txn_service import TxnService
 
 log = logging.getLogger("kbroker.txn")
+
+# Test seam: on a single node, the first Produce of a producer's transaction to a partition
+# waits this many ms before it is verified, as if its coordinator were on another broker;
+# later ones of that transaction to the partition are not delayed (as if the answer were
+# cached): a connection's later requests must still take effect after it.  Nothing but
+# the compat tests sets it.
+_SLOW_VERIFY_MS = int(os.environ.get("KBROKER_TEST_SLOW_TXN_VERIFY_MS", "0") or 0)
+if _SLOW_VERIFY_MS:
+    log.warning("KBROKER_TEST_SLOW_TXN_VERIFY_MS: transactional produce verification waits %d ms",
+                _SLOW_VERIFY_MS)
 
 VERIFY_VERSION = 4
 VERIFY_TIMEOUT_S = 30.0
@@ -74,6 +85,7 @@ class TxnVerifier:
         self.service = service
         self._answers: dict[Key, ErrorCode] = {}
         self._rerun: set[int] = set()  # id() of the Produce requests being handled again
+        self._slowed: set[Key] = set()  # the test seam's first Produces (module top)
 
     @property
     def enabled(self) -> bool:
@@ -110,8 +122,10 @@ class TxnVerifier:
         (handle it now)."""
         cluster = self._cluster()
         tid = req.transactional_id
-        if cluster is None or tid is None or not self.enabled or id(req) in self._rerun:
+        if tid is None or not self.enabled or id(req) in self._rerun:
             return None
+        if cluster is None:
+            return self._slowed_down(req, handle) if _SLOW_VERIFY_MS else None
         topic_info = cluster.cache.topic(TRANSACTION_STATE_TOPIC)
         if topic_info is None or not topic_info.partitions:
             return None  # no coordinator can have this id: check_local answers
@@ -132,15 +146,32 @@ class TxnVerifier:
             return None
         return self._verify_then_handle(req, txn_partition, needed, handle)
 
-    async def _verify_then_handle(self, req: Any, txn_partition: int,
-                                  needed: dict[tuple[int, int], list[tuple[str, int]]],
-                                  handle: Callable[[], Any]) -> Any:
-        tid = req.transactional_id
-        answers: dict[Key, ErrorCode] = {}
-        for (pid, epoch), tps in needed.items():
-            errors = await self._ask(tid, txn_partition, pid, epoch, tps)
-            for tp in tps:
-                answers[(tid, pid, epoch, *tp)] = producer_answer(errors.get(tp, ErrorCode.NOT_ENOUGH_REPLICAS))
+    def _slowed_down(self, req: Any, handle: Callable[[], Any]) -> Awaitable[Any] | None:
+        """The test seam (module top): an awaitable that waits, then handles ``req``, when
+        some batch of it is its transaction's first to its partition; else None."""
+        first = False
+        for topic in req.topic_data:
+            for pd in topic.partition_data:
+                partition = self.service.state.partition(topic.name, pd.index)
+                producer = None if partition is None else unverified_producer(partition, pd.records)
+                if producer is not None:
+                    key = (req.transactional_id, *producer, topic.name, pd.index)
+                    if key not in self._slowed:
+                        self._slowed.add(key)
+                        first = True
+        if not first:
+            return None
+
+        async def later() -> Any:
+            await asyncio.sleep(_SLOW_VERIFY_MS / 1000)
+            return await self._handle_again(req, handle)
+
+        return later()
+
+    async def _handle_again(self, req: Any, handle: Callable[[], Any],
+                            answers: dict[Key, ErrorCode] | None = None) -> Any:
+        """Handle ``req`` again, its verification done, with the coordinator's ``answers``."""
+        answers = answers or {}
         # the re-run's checks read these synchronously; nothing else runs in between
         self._answers.update(answers)
         self._rerun.add(id(req))
@@ -151,6 +182,17 @@ class TxnVerifier:
             for key in answers:
                 self._answers.pop(key, None)
         return await response if inspect.isawaitable(response) else response
+
+    async def _verify_then_handle(self, req: Any, txn_partition: int,
+                                  needed: dict[tuple[int, int], list[tuple[str, int]]],
+                                  handle: Callable[[], Any]) -> Any:
+        tid = req.transactional_id
+        answers: dict[Key, ErrorCode] = {}
+        for (pid, epoch), tps in needed.items():
+            errors = await self._ask(tid, txn_partition, pid, epoch, tps)
+            for tp in tps:
+                answers[(tid, pid, epoch, *tp)] = producer_answer(errors.get(tp, ErrorCode.NOT_ENOUGH_REPLICAS))
+        return await self._handle_again(req, handle, answers)
 
     async def _ask(self, tid: str, txn_partition: int, pid: int, epoch: int,
                    tps: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:

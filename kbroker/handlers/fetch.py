@@ -363,4 +363,5 @@ def handle_fetch(ctx: RequestContext, req: FetchRequest) -> Any:
     resp, total, errors = _read_all(ctx, session.read_request())
     if total >= _min_bytes(req) or errors or req.max_wait_ms <= 0 or session.empty:
         return _counted(ctx, req, session.answer(resp))
+    ctx.took_effect()   # a parked Fetch changes nothing more: later requests go on (kbroker/connection.py)
     return _wait_then_read(ctx, req, time.monotonic() + req.max_wait_ms / 1000.0, session)
