@@ -222,10 +222,34 @@ def test_markers_of_a_job_from_an_older_coordinator_epoch_are_ignored():
     _, pid, epoch = h.init("tx")
     h.add("tx", pid, epoch, TP)
     h.end("tx", pid, epoch, True)
-    [job] = h.jobs
+    [stale] = h.jobs
     p = h.c.partition_for("tx")
+    # the partition's leadership moves away and comes back: the reload at coordinator epoch
+    # 1 finds the transaction prepared and starts its own job for the same markers
     h.c.unload_partition(p)
-    assert not h.c.job_is_current(job)
+    assert not h.c.job_is_current(stale)
+    h.c.begin_load(p)
+    for key, value in h.log[p]:
+        h.c.replay(key, value)
+    h.c.complete_load(p, 1)
+    assert h.jobs[0] is stale
+    [_, current] = h.jobs
+    assert (current.coordinator_epoch, current.partitions) == (1, {TP})
+    records_before = len(h.log[p])
+
+    # the old job's sender delivers its marker late: same producer, epoch, outcome and
+    # partition, only the coordinator epoch is old, so it must neither complete the
+    # transaction nor count as the current job's marker
+    h.c.marker_written(stale, TP)
+    md = h.c.txns["tx"]
+    assert (md.state, md.partitions) == (TxnState.PREPARE_COMMIT, {TP})
+    assert len(h.log[p]) == records_before  # no CompleteCommit written
+    assert current.partitions == {TP} and h.c.job_is_current(current)
+
+    # the current job's marker completes it (so the stale one was ignored, not lost)
+    h.c.marker_written(current, TP)
+    assert h.c.txns["tx"].state is TxnState.COMPLETE_COMMIT
+    assert decode_value(h.log[p][-1][1]).state is TxnState.COMPLETE_COMMIT
 
 
 def test_verification_says_which_partitions_are_in_the_ongoing_transaction():
