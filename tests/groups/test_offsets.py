@@ -166,3 +166,22 @@ def test_describe_groups_shows_members_with_assignments_when_stable_and_dead_for
         mid: f"assign-{mid}".encode() for mid in ids}
     assert all(m.client_host == "/127.0.0.1" for m in g.members)
     assert (unknown.group_state, unknown.error_code) == ("Dead", 0)
+
+
+def test_a_commit_whose_append_is_reported_late_does_not_replace_a_later_one_in_the_log():
+    # Each append's outcome waits for its own replication, so outcomes may be reported out
+    # of log order; the commit later in the log is the one that stays (Kafka's
+    # GroupMetadata.onOffsetCommitAppend compares the records' offsets).
+    coord, clock = make()
+    raw = coord.coordinator
+    first = raw.offset_commit(commit_req({("t", 0): 10}), 8)
+    second = raw.offset_commit(commit_req({("t", 0): 20}), 8)
+    (w1,), (w2,) = first.writes, second.writes
+    w1.base_offset, w2.base_offset = 100, 101   # appended in call order
+    second.appended([0])
+    first.appended([0])
+    assert _fetched(coord.offset_fetch(fetch_req({"t": [0]}), 7))[("t", 0)][0] == 20
+    third = raw.offset_commit(commit_req({("t", 0): 5}), 8)   # a later commit still moves it
+    third.writes[0].base_offset = 102
+    third.appended([0])
+    assert _fetched(coord.offset_fetch(fetch_req({"t": [0]}), 7))[("t", 0)][0] == 5
