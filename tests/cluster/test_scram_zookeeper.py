@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from tests.cluster.cluster_processes import Cluster, wait_until
@@ -41,16 +41,28 @@ def cluster(zookeeper, tmp_path_factory):
 
 
 def authenticates(broker: BrokerProcess, password: str) -> bool:
-    """Whether a SCRAM-SHA-256 client gets metadata from ``broker``'s SASL listener alone."""
+    """Whether a SCRAM-SHA-256 client gets metadata from ``broker``'s SASL listener alone:
+    True when it does, False when the broker refuses the credentials (SaslAuthenticate's
+    SASL_AUTHENTICATION_FAILED, which librdkafka reports as ``_AUTHENTICATION``); any other
+    failure (a broker that is down, a timeout) raises, so it never counts as a refusal."""
+    errors: list[KafkaError] = []
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{broker.sasl_port}",
                          "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
                          "sasl.username": "alice", "sasl.password": password,
+                         "error_cb": errors.append,
                          "log_level": 2})  # its retries after a refusal are expected here
     try:
         admin.list_topics(timeout=10)
         return True
-    except KafkaException:
-        return False
+    except KafkaException as e:
+        # librdkafka fails list_topics with _TRANSPORT either way; the refusal itself reaches
+        # error_cb (served by poll) as _AUTHENTICATION carrying the broker's SaslAuthenticate
+        # error message, Kafka's text for SASL_AUTHENTICATION_FAILED (58)
+        admin.poll(0)
+        if any(err.code() == KafkaError._AUTHENTICATION and "invalid credentials" in err.str()
+               for err in errors):
+            return False
+        raise AssertionError(f"not a SASL authentication failure: {e!r}; client errors: {errors[:5]}") from e
 
 
 def user_znode(cluster: Cluster) -> dict:
