@@ -9,7 +9,7 @@ SCHEMAS ?= ../shared/kafka-protocol
 
 .PHONY: run test deps-system spark-jars zookeeper-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
         bench bench-quick bench-profile bench-cluster kafka-jars clean cluster cluster-stop \
-        bench-small-wide bench-curves bench-memory bench-cores bench-txn
+        bench-small-wide bench-curves bench-memory bench-cores bench-txn soak
 
 $(VENV)/.run-installed: pyproject.toml setup.py log/_record_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ test: $(VENV)/.test-installed deps-system spark-jars zookeeper-jars kafka-jars l
 	rm -f .test-failures.txt
 	$(PY) -m pytest || { echo "== make test: failed tests (.test-failures.txt) =="; cat .test-failures.txt; exit 1; }
 	$(PY) -m pytest examples || { cat .test-failures.txt; exit 1; }  # the example project using the pytest plugin (examples/README.md)
+
+## soak: ZooKeeper and three brokers in cluster mode under idempotent and transactional
+## producers and a committing consumer group, while kill -9, SIGSTOP, network partitions,
+## ZooKeeper restarts and rolling restarts take turns for SOAK_MINUTES; then checks nothing
+## acknowledged was lost, duplicated or went backwards and prints the table (tests/soak/)
+SOAK_MINUTES ?= 30
+soak: $(VENV)/.test-installed deps-system zookeeper-jars
+	$(PY) -m tests.soak --minutes $(SOAK_MINUTES)
 
 ## deps-system: system packages the tests run (kcat for the compat tests; ip and iptables, from
 ## iproute2 and iptables, for the network-partition tests in tests/cluster; chromium and
