@@ -45,14 +45,33 @@ _CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def available() -> str | None:
-    """Why network namespaces cannot be used here, or None when they can."""
-    if os.geteuid() != 0:
-        return "network namespaces need root"
+def not_root() -> str | None:
+    """Why this process may not create namespaces (a platform matter, not a missing tool)."""
+    return "network namespaces need root" if os.geteuid() != 0 else None
+
+
+def missing_tool() -> str | None:
+    """The tool (``ip``, ``iptables``: `make deps-system` installs both) that is missing."""
     for tool in ("ip", "iptables"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (make deps-system)"
     return None
+
+
+def available() -> str | None:
+    """Why network namespaces cannot be used here, or None when they can."""
+    return not_root() or missing_tool()
+
+
+def pytest_marks() -> list:
+    """A network-partition test module's marks: a plain skip without root; a missing ``ip``
+    or ``iptables`` skips too, but fails under CI=true (tests/requirements_helper.py)."""
+    import pytest
+
+    from tests.requirements_helper import needs_tool
+
+    return [pytest.mark.skipif(not_root() is not None, reason=str(not_root())),
+            needs_tool(missing_tool() is None, str(missing_tool()))]
 
 
 def _run(*cmd: str) -> str:

@@ -15,7 +15,7 @@ import pytest
 from tests.cluster import netns
 
 pytestmark = [pytest.mark.timeout(300),
-              pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))]
+              *netns.pytest_marks()]
 
 PORT = 7000
 # An echo server: one thread per connection, echoing whatever arrives.

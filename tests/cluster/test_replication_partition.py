@@ -29,7 +29,7 @@ from tests.cluster.replication_harness import (
 from tests.cluster.zookeeper_process import JARS
 
 pytestmark = [pytest.mark.timeout(420),
-              pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))]
+              *netns.pytest_marks()]
 
 
 @pytest.fixture

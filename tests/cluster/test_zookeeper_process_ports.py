@@ -9,9 +9,10 @@ import pytest
 
 from tests.cluster import zookeeper_process
 from tests.cluster.zookeeper_process import ZooKeeperProcess, four_letter_word
+from tests.requirements_helper import needs_tool
 
-pytestmark = pytest.mark.skipif(not any(zookeeper_process.JARS.glob("zookeeper-*.jar")),
-                                reason="needs the ZooKeeper jars (make zookeeper-jars)")
+pytestmark = needs_tool(any(zookeeper_process.JARS.glob("zookeeper-*.jar")),
+                        "needs the ZooKeeper jars (make zookeeper-jars)")
 
 
 def occupied() -> socket.socket:

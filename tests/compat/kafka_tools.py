@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import subprocess
 
-import pytest
-
 from tests.compat.broker_process import ROOT
+from tests.requirements_helper import missing_tool
 
 JARS = ROOT / "bench" / "kafka" / "jars"
 
@@ -15,7 +14,7 @@ JARS = ROOT / "bench" / "kafka" / "jars"
 def kafka_tool(main_class: str, *args: str, timeout_s: float = 300) -> str:
     """Run one tool; its stdout (a failing exit fails the test with the tool's stderr)."""
     if not list(JARS.glob("kafka-tools-*.jar")):
-        pytest.skip("Kafka's jars are not fetched: make kafka-jars")
+        missing_tool("Kafka's jars are not fetched: make kafka-jars")
     done = subprocess.run(["java", "-cp", f"{JARS}/*", main_class, *args], capture_output=True, text=True,
                           timeout=timeout_s)
     assert done.returncode == 0, f"{main_class} {args}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"

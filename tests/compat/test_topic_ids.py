@@ -19,6 +19,7 @@ from kbroker.broker_channel import send_once
 from log.partition_metadata_file import PartitionMetadataFile
 from tests.compat.java_admin import JAVA_DIR, java_client_classpath
 from tests.compat.request_recorder import RequestRecorder
+from tests.requirements_helper import missing_tool
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ZERO_UUID,
@@ -98,7 +99,7 @@ def java_clients(version: str) -> str:
     jars = sorted((ROOT / "spark_it" / "jars").glob(f"kafka-clients-{version}*.jar")) + sorted(
         (ROOT / "bench" / "kafka" / "jars").glob(f"kafka-clients-{version}*.jar"))
     if not jars:
-        pytest.skip(f"no kafka-clients {version} jar (make spark-jars / make kafka-jars)")
+        missing_tool(f"no kafka-clients {version} jar (make spark-jars / make kafka-jars)")
     rest = [p for p in java_client_classpath().split(":") if "kafka-clients" not in p]
     return ":".join([str(jars[0]), *rest])
 

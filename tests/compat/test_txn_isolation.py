@@ -11,11 +11,8 @@ import os
 import struct
 import time
 
-import pytest
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 TOPIC = "txn-iso"
 
@@ -34,7 +31,7 @@ def _consume_all(bootstrap: str, isolation: str, partitions: int = 2, deadline_s
             if m is None:
                 continue
             if m.error():
-                if m.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                if m.error().code() == KafkaError._PARTITION_EOF:
                     eof.add(m.partition())
                 continue
             got.append((m.partition(), m.offset(), m.value()))

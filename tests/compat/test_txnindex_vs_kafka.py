@@ -11,15 +11,14 @@ import struct
 import time
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.compat.broker_process import BrokerProcess
+from tests.requirements_helper import needs_tool
 
 JARS = Path(__file__).resolve().parents[2] / "bench" / "kafka" / "jars"
-pytestmark = pytest.mark.skipif(not any(JARS.glob("kafka-clients-*.jar")),
-                                reason="Apache Kafka jars missing: run `make kafka-jars`")
+pytestmark = needs_tool(any(JARS.glob("kafka-clients-*.jar")), "Apache Kafka jars missing: run `make kafka-jars`")
 TOPIC = "txn-vs-kafka"
 
 

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from selenium.common.exceptions import StaleElementReferenceException
 
 from tests.compat.broker_process import BrokerProcess, free_port
+from tests.requirements_helper import missing_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
@@ -76,7 +77,7 @@ def site(tmp_path_factory) -> Iterator[ConsoleSite]:
 def browser() -> Iterator[object]:
     chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium or not driver_path:
-        pytest.skip("Debian's chromium and chromium-driver are not installed (make deps-system)")
+        missing_tool("Debian's chromium and chromium-driver are not installed (make deps-system)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.compat.broker_process import BrokerProcess, free_port
 from tests.console.helpers import ConsoleProcess, cells, get
+from tests.requirements_helper import missing_tool
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(600)]
 
@@ -91,7 +92,7 @@ def test_console_command_shows_a_kbroker_clusters_topics_messages_and_lag(tmp_pa
 def test_console_command_shows_the_same_for_apache_kafka(tmp_path: Path, console_for):
     from bench.kafka_dist import JARS, KafkaProcess
     if not any(JARS.glob("kafka-server-*.jar")) and not any(JARS.glob("kafka_*.jar")):
-        pytest.skip("Apache Kafka jars missing: run `make kafka-jars`")
+        missing_tool("Apache Kafka jars missing: run `make kafka-jars`")
     kafka = KafkaProcess(tmp_path / "kafka").start()
     try:
         consumer = prepare(kafka.bootstrap)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import shutil
 import socket
 
-import pytest
-
 from kbroker import pytest_plugin
 from kbroker.tools.client import Client
+from tests.requirements_helper import needs_tool
 
 
 def occupied() -> socket.socket:
@@ -20,8 +19,8 @@ def occupied() -> socket.socket:
     return s
 
 
-@pytest.mark.skipif(shutil.which("java") is None or not any(pytest_plugin._zookeeper_jars().glob("zookeeper-*.jar")),
-                    reason="needs Java and the ZooKeeper jars (make zookeeper-jars)")
+@needs_tool(shutil.which("java") is not None and any(pytest_plugin._zookeeper_jars().glob("zookeeper-*.jar")),
+            "needs Java and the ZooKeeper jars (make zookeeper-jars)")
 def test_zookeeper_and_a_broker_whose_ports_were_taken_start_on_new_ports(tmp_path, monkeypatch):
     zk_taken, broker_taken = occupied(), occupied()
     taken = [zk_taken.getsockname()[1], broker_taken.getsockname()[1]]

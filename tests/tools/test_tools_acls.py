@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.compat.broker_process import BrokerProcess
+from tests.requirements_helper import needs_tool
 from tests.tools.helpers import kafka_jars_present, kafka_tool, kbroker
 
 pytestmark = pytest.mark.compat
 
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
-needs_kafka = pytest.mark.skipif(not kafka_jars_present(), reason="Apache Kafka jars missing: run `make kafka-jars`")
+needs_kafka = needs_tool(kafka_jars_present(), "Apache Kafka jars missing: run `make kafka-jars`")
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.compat.broker_process import BrokerProcess
+from tests.requirements_helper import needs_tool
 from tests.tools.helpers import (
     CONFIG_COMMAND,
     CONSUMER_GROUP_COMMAND,
@@ -34,7 +35,7 @@ from tests.tools.helpers import (
 
 pytestmark = [
     pytest.mark.compat,
-    pytest.mark.skipif(not kafka_jars_present(), reason="Apache Kafka jars missing: run `make kafka-jars`"),
+    needs_tool(kafka_jars_present(), "Apache Kafka jars missing: run `make kafka-jars`"),
 ]
 
 
