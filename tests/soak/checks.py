@@ -14,7 +14,9 @@ false failures.
   *partial transactions*: a transaction whose records are partly visible;
 - committed-offset regressions: for each member, within one ownership interval (no
   rebalance callback in between), a committed offset it fetched is never below the highest
-  offset it committed, in that interval, whose acknowledgement it had before the fetch;
+  offset it committed, in that interval, whose acknowledgement it had before the fetch
+  (except where the client itself re-sent an older commit after a newer one: see
+  check_commits);
 - HW regressions: per partition, the high watermark the sampler got from the leader never
   falls below one it got earlier;
 - unhandled exceptions: lines of the brokers' output matching LOG_PATTERNS.
@@ -23,6 +25,7 @@ false failures.
 from __future__ import annotations
 
 import re
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -44,6 +47,11 @@ LOG_PATTERNS: dict[str, re.Pattern[str]] = {
     # CRITICAL (log.error, log.exception, asyncio's "Exception in callback")
     "error log": re.compile(r" (ERROR|CRITICAL) "),
 }
+
+
+def clock(ms: int) -> str:
+    """Local wall-clock time of an epoch-ms stamp, as the brokers' log lines show it."""
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
 
 
 def txn_of(value: str) -> str:
@@ -156,9 +164,24 @@ def check_delivery(f: Findings, idempotent: Iterable[dict], transactional: Itera
 
 
 def check_commits(f: Findings, member: str, entries: Iterable[dict]) -> None:
-    """One member incarnation's history, in its order (see the module docstring)."""
-    best: dict[tuple[int, str, int], tuple[int, int]] = {}   # (iv, topic, p) -> (offset, commit seq)
-    unmatched = 0
+    """One member incarnation's history, in its order (see the module docstring).
+
+    The floor a fetched offset is held to is, per partition, the offset of the commit whose
+    acknowledgement came *last* before the fetch (in this ownership interval).  While
+    acknowledgements come in the order the commits were sent (one connection to one
+    coordinator answering in order) that is the highest acknowledged offset.  They come
+    out of order only when the client re-sent an older commit: librdkafka retries an
+    OffsetCommit that failed with NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+    REQUEST_TIMED_OUT or a transport error (rd_kafka_handle_OffsetCommit ->
+    rd_kafka_buf_retry) on the coordinator it finds next, after commits it sent meanwhile,
+    so the older offsets are applied last, against Apache Kafka too.  A fetch below the
+    highest acknowledged offset but not below the last acknowledged one is that, and is
+    noted (``retried_below``), not failed."""
+    last: dict[tuple[int, str, int], tuple[int, int]] = {}   # (iv, topic, p) -> (offset, commit seq)
+    highest: dict[tuple[int, str, int], tuple[int, int]] = {}
+    newest_seq = 0
+    unmatched = retried = 0
+    retried_below: list[str] = []
     for e in entries:
         kind = e.get("t")
         if kind == "commit_ack":
@@ -166,22 +189,35 @@ def check_commits(f: Findings, member: str, entries: Iterable[dict]) -> None:
                 unmatched += 1
                 continue
             f.commits_acked += bool(e["ok"])
+            if e["ok"] and e["seq"] < newest_seq:
+                retried += 1   # answered after a commit sent later than it
+            newest_seq = max(newest_seq, e["seq"]) if e["ok"] else newest_seq
             if e["iv"] != e["now_iv"]:
                 continue   # a rebalance came between the commit and its answer
             for topic, p, o in e["ok"]:
-                if o > best.get((e["iv"], topic, p), (-1, 0))[0]:
-                    best[(e["iv"], topic, p)] = (o, e["seq"])
+                key = (e["iv"], topic, p)
+                last[key] = (o, e["seq"])
+                if o > highest.get(key, (-1, 0))[0]:
+                    highest[key] = (o, e["seq"])
         elif kind == "fetch":
             f.offset_fetches += 1
             for topic, p, o in e["offsets"]:
-                acked = best.get((e["iv"], topic, p))
-                if acked is not None and o < acked[0]:
+                key = (e["iv"], topic, p)
+                where = f"interval {e['iv']}{', final fetch' if e.get('final') else ''}, at {clock(e['ms'])}"
+                if key in last and o < last[key][0]:
                     f.commit_regressions.append(
-                        f"{member}: {topic}-{p} committed offset fetched {o} < {acked[0]} acknowledged earlier "
-                        f"(commit #{acked[1]}, interval {e['iv']}{', final fetch' if e.get('final') else ''}, "
-                        f"at {e['ms']} ms)")
+                        f"{member}: {topic}-{p} committed offset fetched {o} < {last[key][0]} of commit "
+                        f"#{last[key][1]}, the last one acknowledged before the fetch ({where})")
+                elif key in highest and o < highest[key][0]:
+                    retried_below.append(f"{member}: {topic}-{p} fetched {o} < {highest[key][0]} of commit "
+                                         f"#{highest[key][1]}, = the later-answered commit #{last[key][1]} ({where})")
     if unmatched:
         f.notes.append(f"{member}: {unmatched} commit callback(s) matched no commit sent (ignored)")
+    if retried:
+        f.notes.append(f"{member}: {retried} commit(s) answered after a commit sent later (client retries)")
+    if retried_below:
+        f.notes.append(f"{member}: {len(retried_below)} fetch(es) below the highest acknowledged commit that a "
+                       f"retried older commit explains (not failed), e.g. {retried_below[0]}")
 
 
 # -- high watermarks ---------------------------------------------------------------------------
@@ -198,8 +234,8 @@ def check_high_watermarks(f: Findings, samples: Iterable[dict]) -> None:
         top = highest.get(tp)
         if top is not None and e["high"] < top[0]:
             if not below[tp]:   # one finding per fall, however many samples stay below
-                f.hw_regressions.append(f"{tp[0]}-{tp[1]}: high watermark {e['high']} at {e['ms']} ms, "
-                                        f"after {top[0]} at {top[1]} ms")
+                f.hw_regressions.append(f"{tp[0]}-{tp[1]}: high watermark {e['high']} at {clock(e['ms'])}, "
+                                        f"after {top[0]} at {clock(top[1])}")
             below[tp] = True
             continue
         below[tp] = False

@@ -60,7 +60,7 @@ class SoakCluster:
         self.use_netns = why_not is None if use_netns is None else use_netns
         if self.use_netns and why_not is not None:
             raise RuntimeError(f"network namespaces asked for but unavailable: {why_not}")
-        self.no_netns_reason = why_not if not self.use_netns else None
+        self.no_netns_reason = None if self.use_netns else (why_not or "not asked for")
         self.lab: netns.NetworkLab | None = None
         self.zk: ZooKeeperProcess | None = None
         self.cluster: Cluster | None = None

@@ -11,7 +11,8 @@ producer is unusable (it is replaced by incarnation k + 1: a new producer id, ne
 
 ``transactional``: confluent-kafka with a ``transactional.id`` (idempotent, acks=all, 5 in
 flight).  Each transaction writes 5-20 records, value ``<name>.<k>-<n>-<i:03d>`` spread over
-the partitions, then commits, or aborts with probability ``--abort-ratio``.  Lines:
+the partitions, then commits, or, with probability ``--abort-ratio``, waits for every
+record's acknowledgement and aborts (so that the aborted records are in the log).  Lines:
 ``{"t": "begin", "txn", "want"}``, one ``ack``/``err`` per record (with its ``txn``), and
 ``{"t": "end", "txn", "want", "outcome", "err"}`` where outcome is ``committed`` (commit
 returned), ``aborted`` (abort returned: nothing of it may ever be read with
@@ -172,6 +173,11 @@ def _transaction(producer: Producer, out: Out, args: argparse.Namespace, rng: ra
             except BufferError:
                 producer.poll(0.1)
             producer.poll(0)
+        if want == "abort":
+            # Abort only once every record is written and acknowledged: then the log holds
+            # an aborted transaction that read_committed must skip (aborting at once would
+            # mostly purge the records before they are sent, and check nothing).
+            producer.flush(TXN_CALL_TIMEOUT_S)
     except KafkaException as e:
         err: KafkaError = e.args[0]
         outcome = _abort_after(producer, err.name()) if err.txn_requires_abort() else ("unknown", err.name(), False)

@@ -88,8 +88,12 @@ def bounded(timeout_s: float, call: Callable[..., Any], *args: Any) -> Any:
 
 
 def common_client_config(bootstrap: str) -> dict[str, Any]:
-    """Settings every soak client shares: notice leader moves within a second or two."""
+    """Settings every soak client shares: notice leader moves within a second or two.
+    ``SOAK_CLIENT_DEBUG=eos,protocol`` (say) turns librdkafka's debug log on, into each
+    worker's ``.log`` file, to see what a client sent before an error."""
+    debug = {"debug": os.environ["SOAK_CLIENT_DEBUG"]} if os.environ.get("SOAK_CLIENT_DEBUG") else {}
     return {
+        **debug,
         "bootstrap.servers": bootstrap,
         "topic.metadata.refresh.interval.ms": 1000,
         "reconnect.backoff.max.ms": 1000,
