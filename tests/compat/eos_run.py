@@ -7,6 +7,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
@@ -16,12 +19,33 @@ from tests.compat.eos_worker import HUNG_EXIT
 from tests.compat.txn_workload import read_all
 
 
+@dataclass
+class Kill:
+    """A kill the test injected: ``start`` and ``end`` index the worker's output lines read
+    when the kill began and when the test had restored what it killed."""
+
+    what: str
+    start: int
+    end: int | None = None
+
+
 class EosWorker:
     """The worker process; ``progress`` is the last committed input offset sum it printed.
 
-    A worker that exits with ``HUNG_EXIT`` (a librdkafka call stuck past its timeout:
-    tests/compat/eos_worker.py) is started again, as a supervisor would; ``hangs`` counts
-    those restarts (each one's ``hung ...`` line is in the output)."""
+    The test tells it about every kill it injects (``kill_and_replace`` for the worker
+    itself, ``injected_kill`` around a broker's), and the run reports how the worker coped:
+
+    - ``restarts``: its ``restart <kind> <error>`` lines (tests/compat/eos_worker.py), each
+      explained by a kill only when it came after the kill began and before the worker's
+      first commit once the test had restored what it killed; a fatal error is explained by
+      nothing (a killed process or broker gives a transactional producer no fatal error);
+      ``unexplained_restarts()`` lists the others, which fail the tests;
+    - ``hangs``: how often it exited with ``HUNG_EXIT`` (a librdkafka call stuck past its
+      timeout) and was started again, as a supervisor would; ``hung`` holds their lines.
+      The tests require none.
+
+    Its lines, and markers for the kills and new processes (``[eos_run] ...``), accumulate
+    across the processes it starts."""
 
     def __init__(self, bootstrap: str, src: str, dst: str, partitions: int,
                  group: str = "eos", txn_id: str = "eos-txn") -> None:
@@ -30,8 +54,11 @@ class EosWorker:
         self.lines: list[str] = []
         self.progress = 0
         self.hangs = 0
+        self.hung: list[str] = []
+        self.kills: list[Kill] = []
         self.returncode: int | None = None   # set when the worker is gone for good
         self._stopping = False
+        self._replace = False   # the process is being killed on purpose: start another
         self._changed = threading.Condition()
         self.proc: subprocess.Popen[str] | None = None
         self._supervisor: threading.Thread | None = None
@@ -55,19 +82,76 @@ class EosWorker:
                     self.lines.append(line)
                     if line.startswith("progress "):
                         self.progress = int(line.split()[1])
+                    elif line.startswith("hung "):
+                        self.hung.append(line)
                     self._changed.notify_all()
             rc = proc.wait()
             with self._changed:
+                if self._replace and not self._stopping:
+                    self._replace = False
+                    self.lines.append(f"[eos_run] worker {proc.pid} killed by the test (exit {rc}); new worker\n")
+                    self._spawn()
+                    self._changed.notify_all()
+                    continue
                 if rc == HUNG_EXIT and not self._stopping:
                     self.hangs += 1
+                    self.lines.append(f"[eos_run] worker {proc.pid} hung (exit {rc}); new worker\n")
                     self._spawn()
                     continue
                 self.returncode = rc
                 self._changed.notify_all()
                 return
+
     @property
     def restarts(self) -> list[str]:
         return [line for line in self.lines if line.startswith("restart ")]
+
+    @contextmanager
+    def injected_kill(self, what: str) -> Iterator[None]:
+        """Around a kill the test injects and whatever it does to recover (a broker killed and
+        started again): the worker's restarts from then until its first commit after the
+        block are explained by the kill."""
+        with self._changed:
+            kill = Kill(what, len(self.lines))
+            self.kills.append(kill)
+            self.lines.append(f"[eos_run] injected kill: {what}\n")
+        try:
+            yield
+        finally:
+            with self._changed:
+                kill.end = len(self.lines)
+
+    def _explained_by(self, index: int) -> Kill | None:
+        line = self.lines[index]
+        if line.split()[1:2] == ["fatal"]:
+            return None
+        for kill in self.kills:
+            if kill.start > index:
+                continue
+            recovered = kill.end if kill.end is not None else len(self.lines)
+            if not any(later.startswith("progress ") for later in self.lines[recovered:index]):
+                return kill
+        return None
+
+    def _cause(self, index: int) -> str:
+        kill = self._explained_by(index)
+        return f"after the injected kill of {kill.what}" if kill is not None else "UNEXPLAINED"
+
+    def unexplained_restarts(self) -> list[str]:
+        """The restart lines (kind and error text) that no injected kill explains."""
+        with self._changed:
+            return [line.rstrip() for i, line in enumerate(self.lines)
+                    if line.startswith("restart ") and self._explained_by(i) is None]
+
+    def report(self) -> str:
+        """Kills, restarts (each with the kill explaining it, or UNEXPLAINED) and hangs."""
+        with self._changed:
+            restarts = [f"  {line.rstrip()}  <- {self._cause(i)}"
+                        for i, line in enumerate(self.lines) if line.startswith("restart ")]
+            return "\n".join([
+                f"injected kills: {[k.what for k in self.kills]}",
+                f"restarts: {len(restarts)}", *restarts,
+                f"hangs: {self.hangs}", *(f"  {line.rstrip()}" for line in self.hung)])
 
     def wait_progress(self, at_least: int, timeout_s: float) -> int:
         """Wait (returns at once when reached) until ``progress >= at_least``."""
@@ -90,15 +174,22 @@ class EosWorker:
         self._supervisor.join(30)
         return proc.wait() if self.returncode is None else self.returncode
 
-    def kill(self) -> None:
-        """SIGKILL, mid-transaction as likely as not: the next worker's init_transactions
-        aborts what this one left open, and it resumes from the committed offsets."""
-        with self._changed:
-            self._stopping = True
-            proc = self.proc
-        assert proc is not None
-        proc.kill()
-        proc.wait()
+    def kill_and_replace(self) -> None:
+        """SIGKILL, mid-transaction as likely as not, and a new worker process: its
+        init_transactions aborts what the killed one left open, and it resumes from the
+        committed offsets.  An injected kill (``injected_kill``) until the new one commits."""
+        with self.injected_kill("worker"):
+            with self._changed:
+                self._replace = True
+                proc = self.proc
+            assert proc is not None
+            proc.kill()
+            with self._changed:
+                assert self._changed.wait_for(lambda: self.proc is not proc or self.returncode is not None, 60)
+
+    def describe(self) -> str:
+        """For assertion messages: the report, then the last output lines."""
+        return f"{self.report()}\n-- last output:\n{self.output_tail()}"
 
     def output_tail(self) -> str:
         return "".join(self.lines[-40:])

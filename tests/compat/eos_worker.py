@@ -12,7 +12,11 @@ whatever the previous producer left, and the new consumer starts from the group'
 offsets (fetched with require_stable, so never from an offset still pending).
 
 Prints ``progress N`` (N = sum of the committed input offsets) after every commit and
-``restart <error>`` when it starts over; stops between transactions on SIGTERM.
+``restart <kind> <error>`` when it starts over, ``<kind>`` being librdkafka's verdict on the
+error (``fatal``, ``abortable``, ``retriable`` or ``other``) and ``<error>`` the KafkaError
+(name and text); stops between transactions on SIGTERM.  Starting over is what an
+application does after any of them, so the run goes on; whether a restart was to be expected
+(after a kill the test injected) is for the test to judge (tests/compat/eos_run.py).
 
 A transactional call that has not returned ``HUNG_AFTER_S`` past its own timeout is a
 librdkafka hang, not an answer: librdkafka (2.10+) decommissions a broker that leaves the
@@ -21,8 +25,9 @@ Metadata answers (a killed broker leaves them, against Apache Kafka too), and
 for it forever, its timeout never checked (confluentinc/librdkafka#5511, #5456; fixes open
 upstream).  No call on the stuck handle can end it, so the worker says ``hung <call>`` and
 exits with ``HUNG_EXIT``: what a supervisor's liveness check does to such a process.
-tests/compat/eos_run.py starts a new worker then; the new one's init_transactions fences
-the old producer and aborts what it left open, as after a kill.
+tests/compat/eos_run.py starts a new worker then (the new one's init_transactions fences
+the old producer and aborts what it left open, as after a kill) and reports the hang, which
+the tests do not accept (NO_REBOOTSTRAP below avoids the known librdkafka trigger).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 BATCH = 2000
 TIMEOUT_S = 30
@@ -66,6 +71,15 @@ def bounded(timeout_s: float, call: Callable[..., Any], *args: Any) -> Any:
         return call(*args, timeout_s)
     finally:
         timer.cancel()
+
+
+def restart_kind(error: KafkaError) -> str:
+    """librdkafka's verdict on an error that made the worker start over."""
+    if error.fatal():
+        return "fatal"
+    if error.txn_requires_abort():
+        return "abortable"
+    return "retriable" if error.retriable() else "other"
 
 
 def client_debug() -> dict[str, str]:
@@ -123,7 +137,7 @@ def main() -> int:
                 print(f"progress {sum(done.values())}", flush=True)
                 faulthandler.dump_traceback_later(STALL_DUMP_S, repeat=True, file=sys.stdout)
         except KafkaException as e:
-            print(f"restart {e.args[0]}", flush=True)
+            print(f"restart {restart_kind(e.args[0])} {e.args[0]}", flush=True)
             time.sleep(0.5)  # a new client per retry: do not spin while the broker is down
         finally:
             if producer is not None:
