@@ -26,6 +26,7 @@ from tests.cluster.replication_harness import (
     states,
 )
 from tests.cluster.zookeeper_process import JARS, ZooKeeperProcess
+from wire.java_hash import partition_for
 
 T = TypeVar("T")
 
@@ -49,6 +50,11 @@ SOAK_OVERRIDES = {
     # often, so the final read_committed pass does not wait long for the last stable offset
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }
+
+
+def coordinator_partition(key: str, partitions: int = INTERNAL_PARTITIONS) -> int:
+    """Kafka's partitionFor: the internal topic partition coordinating ``key``."""
+    return partition_for(key, partitions)
 
 
 class SoakCluster:
@@ -169,6 +175,11 @@ class SoakCluster:
             for p, s in self.run_in(lambda t=topic, n=n: states(self.c, t, n)).items():
                 out[(topic, p)] = s
         return out
+
+    def coordinator(self, internal_topic: str, key: str) -> int:
+        """The broker leading the internal partition that coordinates ``key`` (-1: none)."""
+        p = coordinator_partition(key)
+        return self.partition_states().get((internal_topic, p), {}).get("leader", -1)
 
     def registered(self) -> set[int]:
         return self.run_in(self.c.registered)

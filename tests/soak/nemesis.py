@@ -3,6 +3,9 @@ whole again (every broker registered, every partition, internal ones included, w
 ISR), so that the next fault meets a healthy cluster and every fault is a fault the cluster
 is meant to survive (never two brokers out of three).
 
+A one-broker fault hits, in turn, the broker coordinating the consumer group, the one
+coordinating a transactional producer, and one at random.
+
 - ``kill9``: SIGKILL a broker, wait for its session to end and its partitions to get other
   leaders, restart it;
 - ``pause``: SIGSTOP a broker past its ZooKeeper session (a zombie leader: its partitions get
@@ -28,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.cluster import faults
-from tests.soak.environment import SoakCluster
+from tests.soak.environment import OFFSETS_TOPIC, TXN_STATE_TOPIC, SoakCluster
 
 KINDS = ("kill9", "pause", "partition", "zk_restart", "roll")
 STEP_S = 120.0      # one wait within a fault (a session ending, a failover, a restart)
@@ -46,18 +49,35 @@ class Fault:
 
 
 class Nemesis:
-    def __init__(self, sc: SoakCluster, rng: random.Random, log: Callable[[str], None]) -> None:
+    def __init__(self, sc: SoakCluster, rng: random.Random, log: Callable[[str], None], *,
+                 group: str, txn_ids: list[str]) -> None:
         self.sc = sc
         self.rng = rng
         self.log = log
+        self.group, self.txn_ids = group, list(txn_ids)
         self.done: list[Fault] = []
 
     def kinds(self) -> tuple[str, ...]:
         """The faults this environment can make (no partition without the network lab)."""
         return tuple(k for k in KINDS if k != "partition" or self.sc.lab is not None)
 
+    def victim(self) -> int:
+        """Whom a one-broker fault hits, in turn: the group's coordinator, a transactional
+        producer's coordinator (those failovers are what commits and transactions must
+        survive), or a broker at random."""
+        turn = sum(1 for f in self.done if f.broker is not None) % 3
+        choice = -1
+        try:
+            if turn == 0:
+                choice = self.sc.coordinator(OFFSETS_TOPIC, self.group)
+            elif turn == 1:
+                choice = self.sc.coordinator(TXN_STATE_TOPIC, self.rng.choice(self.txn_ids))
+        except Exception:  # noqa: BLE001 - ZooKeeper unreachable for a moment: pick at random
+            choice = -1
+        return choice if choice in self.sc.c.brokers else self.rng.choice(sorted(self.sc.c.brokers))
+
     def run(self, kind: str) -> Fault:
-        victim = None if kind in ("zk_restart", "roll") else self.rng.choice(sorted(self.sc.c.brokers))
+        victim = None if kind in ("zk_restart", "roll") else self.victim()
         fault = Fault(kind, victim, time.time_ns() // 1_000_000)
         started = time.monotonic()
         self.log(f"fault {len(self.done) + 1}: {kind}" + (f" broker {victim}" if victim else ""))

@@ -28,6 +28,7 @@ PROGRESS_S = 120.0   # after a fault, for the workload to be acknowledged again
 STOP_S = 180.0       # for the workers to flush, end their transactions and drain commits
 READBACK_S = 300.0   # for the read-back to settle (no open transaction) and read it all
 GROUP = "soak-group"
+TXN_IDS = ["soak-txn-1", "soak-txn-2"]
 
 
 @dataclass
@@ -61,7 +62,7 @@ class _Run:
                                   [*bootstrap, *parts, "--topics", IDEMPOTENT_TOPIC, "--rate", str(rate)])
                            for i in (1, 2)]
         self.transactional = [Worker("transactional", f"txn{i}", work, prefix,
-                                     [*bootstrap, *parts, "--topics", TXN_TOPIC, "--txn-id", f"soak-txn-{i}",
+                                     [*bootstrap, *parts, "--topics", TXN_TOPIC, "--txn-id", TXN_IDS[i - 1],
                                       "--seed", str(seed + i)])
                               for i in (1, 2)]
         self.members = [Worker("member", f"member{i}", work, prefix,
@@ -157,7 +158,7 @@ def run_soak(work: Path, *, minutes: float | None = None, plan: Sequence[str] | 
         run.supervisor.start()
         run.warm_up()
         say(f"workload going: progress {run.progress()}")
-        nemesis = Nemesis(sc, random.Random(seed), say)
+        nemesis = Nemesis(sc, random.Random(seed), say, group=GROUP, txn_ids=TXN_IDS)
         kinds = nemesis.kinds()
         started = time.monotonic()
         todo = list(plan) if plan is not None else None
