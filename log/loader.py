@@ -16,7 +16,11 @@ Steps, in Kafka's order:
 2. open every ``.log`` as a segment, by name only.  A segment whose ``.index`` or ``.timeindex``
    is missing, or fails its sanity check (size not a multiple of the entry size, offsets below
    the base, last entry pointing past the data; a ``.txnindex`` not whole 34-byte entries or
-   naming a marker below the base), is *recovered*: its indexes are rebuilt from the data;
+   naming a marker below the base), is *recovered*: its indexes are rebuilt from the data
+   (a WARNING).  After an unclean shutdown a segment at or past the recovery point is left
+   to step 3, which recovers it anyway, without a warning: a kill -9 leaves every active
+   segment's preallocated indexes failing the check, and Kafka logs that at INFO (it does
+   not even check those indexes: ``LogSegment.sanityCheck``);
 3. after an unclean shutdown (no ``.kafka_cleanshutdown`` marker), recover every segment from
    the one holding the recovery point on: validate each batch's length, magic and CRC, rebuild
    the indexes and truncate at the first invalid or partial batch; segments after a truncation
@@ -205,6 +209,7 @@ class LogLoader:
 
     def _load_segment_files(self) -> None:
         names = sorted(n for n in os.listdir(self.dir) if n.endswith(LOG_FILE_SUFFIX))
+        failed: list[tuple[LogSegment, Exception]] = []
         for name in names:
             try:
                 base = offset_from_file_name(name)
@@ -214,9 +219,22 @@ class LogLoader:
             try:
                 segment.sanity_check()
             except (FileNotFoundError, CorruptIndexError) as e:
-                _log.warning("Could not use the indexes of segment %s (%s); rebuilding them", segment, e)
-                self._recover_segment(segment)
+                failed.append((segment, e))
             self.segments.add(segment)
+        # A segment that _recover_log recovers anyway (unclean shutdown, at or past the
+        # recovery point) is not rebuilt here nor warned about: after a kill -9 the active
+        # segment's preallocated indexes fail the check in every partition, and Kafka does
+        # not check them at all (LogSegment.sanityCheck: "we will recover the segments
+        # above the recovery point in recoverLog() in any case"); it logs nothing per
+        # partition above INFO.  A failed check anywhere else is a real surprise: WARNING.
+        unflushed = set() if self.had_clean_shutdown else {
+            s.base_offset for s in self.segments.values(self.recovery_point_checkpoint, None)}
+        for segment, e in failed:   # ascending: recovery replays producer state in order
+            if segment.base_offset in unflushed:
+                _log.debug("Indexes of unflushed segment %s unusable (%s); recovery rebuilds them", segment, e)
+                continue
+            _log.warning("Could not use the indexes of segment %s (%s); rebuilding them", segment, e)
+            self._recover_segment(segment)
 
     def _recover_segment(self, segment: LogSegment) -> int:
         self.segments_recovered += 1

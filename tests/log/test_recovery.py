@@ -1,5 +1,6 @@
 """Crash recovery: cut files at every byte, lose or corrupt indexes, clean vs unclean reopen."""
 
+import logging
 import os
 
 from log.segment import LogSegment
@@ -117,6 +118,46 @@ def test_an_unclean_shutdown_recovers_only_from_the_recovery_point(tmp_path):
     again = open_log(tmp_path, had_clean_shutdown=False, recovery_point=rp)
     assert again.loader.segments_recovered == 1
     assert again.number_of_segments() == n
+
+
+def _loader_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "log.loader" and r.levelno >= logging.WARNING]
+
+
+def test_after_a_kill_the_active_segments_preallocated_indexes_are_rebuilt_once_and_without_a_warning(tmp_path, caplog):
+    # Kafka does not check the indexes of segments recovery rebuilds anyway (LogSegment.
+    # sanityCheck) and logs their recovery at INFO: one WARNING per partition was kbroker's
+    log = open_log(tmp_path)
+    for _ in range(8):   # a few index entries (index_interval_bytes=256), one segment
+        log.append_as_leader(batch())
+    assert log.number_of_segments() == 1 and len(log.active_segment().offset_index.all_entries()) > 1
+    entries = log.active_segment().offset_index.all_entries()
+    end = log.log_end_offset
+    log.close_handlers()   # kill -9: the index files keep their preallocated length
+    with caplog.at_level(logging.DEBUG, logger="log.loader"):
+        again = open_log(tmp_path, had_clean_shutdown=False, recovery_point=0)
+    assert _loader_warnings(caplog) == []
+    assert again.loader.segments_recovered == 1   # by the recovery, not also by the check
+    assert again.log_end_offset == end
+    assert again.active_segment().offset_index.all_entries() == entries
+
+
+def test_a_corrupt_index_below_the_recovery_point_is_still_a_warning_after_an_unclean_shutdown(tmp_path, caplog):
+    log = open_log(tmp_path)
+    for _ in range(40):
+        log.append_as_leader(batch())
+    first = log.log_segments()[0]
+    assert log.number_of_segments() > 1
+    entries = first.offset_index.all_entries()
+    log.flush()
+    rp = log.active_segment().base_offset   # every segment but the active one is flushed
+    log.close()
+    with open(first.offset_index.path, "ab") as f:
+        f.write(b"\x00\x00\x00")   # not a multiple of 8 any more
+    with caplog.at_level(logging.WARNING, logger="log.loader"):
+        again = open_log(tmp_path, had_clean_shutdown=False, recovery_point=rp)
+    assert any("Could not use the indexes" in w for w in _loader_warnings(caplog))
+    assert again.log_segments()[0].offset_index.all_entries() == entries
 
 
 def test_leftover_deleted_files_are_removed_on_open(tmp_path):
