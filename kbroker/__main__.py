@@ -20,6 +20,7 @@ def _serve(args: argparse.Namespace) -> int:
     from kbroker.broker import Broker, new_event_loop
     from kbroker.config import ConfigError, load_config
     from kbroker.gc_freeze import GcFreeze
+    from kbroker.tasks import finish_loop
     from log.log_dir_checks import LogDirError
 
     try:
@@ -57,6 +58,9 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("kbroker").error("cannot start: %s", e)
         return 1
     finally:
+        # every task ended and the executor's threads joined before the loop closes (a
+        # failed start-up too): nothing is destroyed pending nor completes into a closed loop
+        loop.run_until_complete(finish_loop())
         loop.close()
     return 0
 

@@ -44,6 +44,7 @@ from kbroker.acl_store import (
     znode_path,
 )
 from kbroker.config_entities import completion_of
+from kbroker.tasks import cancel_and_wait, task_name
 
 if TYPE_CHECKING:
     from kbroker.authorizer import AclAuthorizer, Changes
@@ -84,6 +85,7 @@ class AclZkStore:
         self._last = {LITERAL_CHANGES: -1, EXTENDED_CHANGES: -1}
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
 
     # ------------------------------------------------------------ AclStore
     def load(self) -> AclTable:
@@ -99,8 +101,16 @@ class AclZkStore:
         return completion_of(self._spawn(write()))
 
     def close(self) -> None:
+        self._closed = True
         for t in list(self._tasks):
             t.cancel()
+
+    async def aclose(self) -> None:
+        """The cluster runtime stops (on the loop, before the session closes): no change
+        notification is processed any more, and the writes and passes under way end."""
+        self._closed = True
+        for task in await cancel_and_wait(list(self._tasks)):
+            log.warning("ACL task did not stop: %s", task_name(task))
 
     async def _update(self, pattern: ResourcePattern, added: set, removed: set) -> None:
         path = znode_path(pattern)
@@ -169,7 +179,10 @@ class AclZkStore:
         return decode_acls(data)
 
     def _on_change(self, root: str) -> None:
-        self._spawn(self._process(root))
+        # none once closed: closing the session fires the watches, and a pass would retry
+        # its reads of the closed session for ever
+        if not self._closed:
+            self._spawn(self._process(root))
 
     async def _process(self, root: str) -> None:
         async with self._lock:

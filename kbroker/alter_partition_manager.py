@@ -26,7 +26,9 @@ carries none.
 The transport (``send``) is injected: the runtime sends to the active controller over the
 inter-broker listener, or hands the request to its own controller runner when it is the
 controller; it raises ``OSError``/``TimeoutError``/``ConnectionError`` when it cannot
-reach one.  At shutdown (:meth:`close`) every unanswered submit gets OPERATION_NOT_ATTEMPTED.
+reach one.  At shutdown (:meth:`close`, or :meth:`aclose` which also waits until the send
+and retry tasks have ended) every unanswered submit gets OPERATION_NOT_ATTEMPTED, and no
+task starts after it.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
+from kbroker.tasks import cancel_and_wait, task_name
 from wire.error_codes import ErrorCode
 from wire.messages import AlterPartitionRequest, AlterPartitionResponse
 
@@ -116,9 +120,18 @@ class AlterPartitionManager:
                 item.future.set_result(ErrorCode.OPERATION_NOT_ATTEMPTED)
         self._unsent.clear()
 
+    async def aclose(self) -> None:
+        """:meth:`close`, then wait until the send or retry under way has ended."""
+        self.close()
+        for task in await cancel_and_wait(list(self._tasks)):
+            log.warning("AlterPartition task did not stop: %s", task_name(task))
+
     # -- sending -------------------------------------------------------------------------
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        if self._closed:   # e.g. the retry of a send that ended as the manager closed
+            coro.close()
+            return
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -21,7 +21,10 @@ a thread per cleaner, each with a worker process), and log
 background and cleaner threads (cleanings under way are cancelled), close connections, then
 flush, write checkpoints and the clean-shutdown marker.  The log work runs off the event loop
 (kbroker/log_shutdown.py): every log is fsynced once while the listeners still answer, then
-closed in batches on a few threads after they close; the marker is written last.
+closed in batches on a few threads after they close; the marker is written last.  Every
+task a component started has ended by then (each one's stop waits for its tasks:
+kbroker/tasks.py); a loop this module or ``kbroker serve`` owns is closed only after a last
+sweep for forgotten tasks and the default executor's shutdown.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from kbroker.cluster_runtime import ClusterRuntime
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
 from kbroker.listeners import ListenerSpec, build_listeners
+from kbroker.tasks import cancel_and_wait, finish_loop
 
 log = logging.getLogger("kbroker")
 
@@ -173,7 +177,7 @@ class Broker:
                 await cluster.controlled_shutdown()
             await cluster.stop()   # closes the session: the registration goes at once
         if self._ticker is not None:
-            self._ticker.cancel()
+            await cancel_and_wait([self._ticker])
             self._ticker = None
         flushed = False
         if self.state is not None:
@@ -261,11 +265,16 @@ class SyncBroker:
     def stop(self) -> None:
         if not self._thread.is_alive():
             return
-        fut = asyncio.run_coroutine_threadsafe(self.broker.stop_async(), self._loop)
+        fut = asyncio.run_coroutine_threadsafe(self._stop_and_finish(), self._loop)
         fut.result()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()
+
+    async def _stop_and_finish(self) -> None:
+        # the loop is this object's: every task on it ends before it closes (tasks.py)
+        await self.broker.stop_async()
+        await finish_loop()
 
     def __enter__(self) -> SyncBroker:
         return self

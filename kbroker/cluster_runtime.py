@@ -32,6 +32,7 @@ from cluster import znodes
 from cluster.coordination import CoordinationError, NodeExistsError, NoNodeError, SessionState
 from cluster.metadata_image import BrokerInfo
 from kbroker import inter_broker_client
+from kbroker.acl_zk_store import AclZkStore
 from kbroker.acl_zk_store import start_in_cluster as start_acls_in_cluster
 from kbroker.alter_partition_manager import AlterPartitionManager
 from kbroker.broker_channel import send_once
@@ -41,6 +42,7 @@ from kbroker.listeners import inter_broker_listener_name, protocol_map
 from kbroker.metadata_cache import MetadataCache
 from kbroker.producer_ids import ZkProducerIdManager
 from kbroker.replica_manager import ReplicaManager
+from kbroker.tasks import TaskSet, task_name
 from kbroker.topic_config_sync import ConfigChangeListener
 from kbroker.zk_client import ZkClient
 from wire.error_codes import ErrorCode
@@ -86,7 +88,7 @@ class ClusterRuntime:
             epoch_of=self._known_broker_epoch)
         self.configs: ConfigChangeListener | None = None
         self._session_lost = False
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet()   # re-registration and re-reads after a new session
         self.shutting_down = False
 
     # -- start-up ------------------------------------------------------------------------
@@ -171,9 +173,7 @@ class ClusterRuntime:
             self._spawn(self._reregister())
 
     def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(coro)   # none once stopping (TaskSet.aclose)
 
     async def _reregister(self) -> None:
         assert self._registration is not None
@@ -295,13 +295,26 @@ class ClusterRuntime:
         return resp.error_code, [(p.topic_name, p.partition_index) for p in resp.remaining_partitions]
 
     async def stop(self) -> None:
+        """Every task of the cluster side ends here, on the loop, before the session
+        closes (re-registration, AlterPartition sends, the controller and its broker links,
+        the ISR task and the replica fetchers, the config, ACL and producer-id watchers);
+        each refuses new work afterwards, since the listeners still answer while the logs
+        flush.  The session closes last: a watch it fires meanwhile starts nothing."""
         self.shutting_down = True
-        for task in list(self._tasks):
-            task.cancel()
-        self.alter_partitions.close()
+        for task in await self._tasks.aclose():
+            log.warning("cluster task did not stop: %s", task_name(task))
+        await self.alter_partitions.aclose()
         await self.runner.stop()
         if self.replicas is not None:
             await self.replicas.stop()
         if self.configs is not None:
-            self.configs.stop()
+            await self.configs.aclose()
+        state = self.state
+        if state is not None:
+            producer_ids = state.producer_ids
+            if isinstance(producer_ids, ZkProducerIdManager):
+                await producer_ids.aclose()
+            store = getattr(state.authorizer, "store", None) if state.authorizer is not None else None
+            if isinstance(store, AclZkStore):
+                await store.aclose()
         await self.zk.close()

@@ -95,6 +95,7 @@ from cluster.coordination import (
     WatchEvent,
 )
 from kbroker.broker_channel import BrokerChannel
+from kbroker.tasks import cancel_and_wait, task_name
 from wire.error_codes import ErrorCode
 from wire.messages import AlterPartitionRequest, AlterPartitionResponse, StopReplicaRequest
 
@@ -142,6 +143,7 @@ class ControllerRunner:
         self._auto_rebalance_interval_s = auto_rebalance_interval_s
         self.on_change: Callable[[], None] | None = None  # told when active_controller_id changes
         self._ready = asyncio.Event()  # set while the controller is active
+        self._stopped = False  # stop() ran: nothing is spawned any more
 
     @property
     def is_active(self) -> bool:
@@ -171,10 +173,14 @@ class ControllerRunner:
         self.enqueue("elect")
 
     async def stop(self) -> None:
-        for task in (self._task, self._rebalance_task):
-            if task is not None:
-                task.cancel()
-        self.channel.close()
+        """End the event task, the rebalance tick, the ControlledShutdown answers waiting
+        for deliveries and every broker link, all before returning (none is left for the
+        closing event loop to destroy)."""
+        self._stopped = True
+        tasks = [t for t in (self._task, self._rebalance_task) if t is not None]
+        for task in await cancel_and_wait([*tasks, *self._answers]):
+            log.warning("controller task did not stop: %s", task_name(task))
+        await self.channel.aclose()
 
     def enqueue(self, item: Any) -> None:
         self._queue.put_nowait(item)
@@ -239,7 +245,7 @@ class ControllerRunner:
 
     async def _rebalance_loop(self) -> None:
         assert self._auto_rebalance_interval_s
-        while True:
+        while not self._stopped:
             await asyncio.sleep(self._auto_rebalance_interval_s)
             if self.is_active:
                 self.enqueue(AutoLeaderRebalance())
@@ -247,7 +253,8 @@ class ControllerRunner:
     # -- the event loop ------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        # (``_stopped``: a cancellation lost in a 3.11 wait_for still ends the loop, tasks.py)
+        while not self._stopped:
             item = await self._queue.get()
             try:
                 await self._process(item)
@@ -547,11 +554,17 @@ class ControllerRunner:
 
     def _spawn_answer(self, fut: asyncio.Future[Any], result: Any, after: list[asyncio.Future[Any]]) -> None:
         async def answer() -> None:
-            if after:
-                await asyncio.wait(after, timeout=SHUTDOWN_DELIVERY_WAIT_S)
+            try:
+                if after:
+                    await asyncio.wait(after, timeout=SHUTDOWN_DELIVERY_WAIT_S)
+            finally:   # also when the runner stops meanwhile: answered, not left waiting
+                if not fut.done():
+                    fut.set_result(result)
+
+        if self._stopped:
             if not fut.done():
                 fut.set_result(result)
-
+            return
         task = asyncio.ensure_future(answer())
         self._answers.add(task)
         task.add_done_callback(self._answers.discard)

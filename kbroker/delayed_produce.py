@@ -9,6 +9,12 @@ moved), :meth:`DelayedProduces.try_complete` asks ``check(tp, required_offset)``
 partition: ``(True, error)`` settles that partition with ``error`` (NONE,
 NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER).  The produce answers once every
 partition is settled, or at its ``timeout_ms`` with the rest still REQUEST_TIMED_OUT.
+
+:meth:`DelayedProduces.close` (the replica manager stops: nothing will move a HW any more)
+answers every parked produce at once with what it has, the rest REQUEST_TIMED_OUT (the
+outcome unknown, as at the timeout), and a produce parked afterwards answers at once too:
+no handler, group-commit or transaction-log task stays parked until its timeout, past the
+broker's shutdown.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class DelayedProduces:
     def __init__(self, check: Check) -> None:
         self._check = check
         self._watching: dict[TopicPartition, set[_Parked]] = defaultdict(set)
+        self._closed = False
 
     def __len__(self) -> int:
         return len({p for s in self._watching.values() for p in s})
@@ -49,7 +56,7 @@ class DelayedProduces:
         parked = _Parked(dict(required), loop.create_future())
         for tp in list(parked.pending):   # maybe done already (tryCompleteElseWatch)
             self._settle(parked, tp)
-        if not parked.pending:
+        if not parked.pending or self._closed:
             return parked.results
         for tp in parked.pending:
             self._watching[tp].add(parked)
@@ -79,6 +86,12 @@ class DelayedProduces:
                 _wake(parked.future)
         if not watching:
             self._watching.pop(tp, None)
+
+    def close(self) -> None:
+        """Answer every parked produce now (see the module docstring)."""
+        self._closed = True
+        for parked in {p for s in self._watching.values() for p in s}:
+            _wake(parked.future)
 
     def watched(self) -> list[TopicPartition]:
         return list(self._watching)

@@ -25,6 +25,7 @@ from typing import Any
 
 from cluster import znodes
 from cluster.coordination import BadVersionError, NodeExistsError, NoNodeError
+from kbroker.tasks import cancel_and_wait, task_name
 from log.durable_files import replace_file
 
 log = logging.getLogger("kbroker.producer_ids")
@@ -109,6 +110,7 @@ class ZkProducerIdManager:
         self._next = self._end = 0  # the current block: [next, end)
         self._ready: tuple[int, int] | None = None  # the next block, claimed
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def start(self) -> None:
         self._prefetch()
@@ -126,6 +128,10 @@ class ZkProducerIdManager:
         return pid
 
     def _prefetch(self) -> None:
+        # none once closed: an InitProducerId answered during the shutdown's flush would
+        # start a claim on the closed session (a warning with its traceback)
+        if self._closed:
+            return
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._claim())
 
@@ -160,5 +166,13 @@ class ZkProducerIdManager:
             return block.first, block.last + 1
 
     def close(self) -> None:
-        if self._task is not None:
+        self._closed = True
+        if self._task is not None and not self._task.done():
             self._task.cancel()
+
+    async def aclose(self) -> None:
+        """On the loop, before the session closes: a claim under way ends, none starts."""
+        self._closed = True
+        if self._task is not None:
+            for task in await cancel_and_wait([self._task]):
+                log.warning("producer id block claim did not stop: %s", task_name(task))

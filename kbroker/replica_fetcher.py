@@ -371,8 +371,14 @@ class ReplicaFetcherManager:
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._owner: dict[TopicPartition, tuple[int, int]] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self.closed = False   # close() ran: no fetcher is made any more
 
     def add_partition(self, tp: TopicPartition, leader_id: int, endpoint: tuple[str, int], leader_epoch: int) -> None:
+        if self.closed:
+            # a LeaderAndIsr answered while the broker shuts down (its listeners still
+            # answer during the log flush): no fetcher task starts that nothing would end
+            log.debug("not fetching %s-%d: the replica fetchers are closed", *tp)
+            return
         key = (leader_id, fetcher_id(tp[0], tp[1], self.settings.num_fetchers))
         old = self._owner.get(tp)
         if old is not None and old != key:
@@ -405,8 +411,12 @@ class ReplicaFetcherManager:
         return None if key is None else key[0]
 
     async def close(self) -> None:
+        """Every fetcher ends (those closing already too) before this returns."""
+        self.closed = True
         fetchers = list(self.fetchers.values())
         self.fetchers.clear()
         self._owner.clear()
         for f in fetchers:
             await f.close()
+        if self._closing:   # fetcher.close() ends its fetcher whatever happens: wait for it
+            await asyncio.wait(list(self._closing))

@@ -50,6 +50,7 @@ from cluster.partition_state import IsrProposal
 from kbroker.broker_state import TopicInfo
 from kbroker.delayed_produce import DelayedProduces
 from kbroker.replica_fetcher import FetchSettings, ReplicaFetcherManager
+from kbroker.tasks import TaskSet, cancel_and_wait, task_name
 from kbroker.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
 from log.partition_metadata_file import InconsistentTopicIdError
 from wire.error_codes import ErrorCode
@@ -79,19 +80,22 @@ class ReplicaManager:
         self.delayed_produce = DelayedProduces(self._check_produce)
         self.fetchers = ReplicaFetcherManager(state, FetchSettings.from_config(state.node_id, state.config))
         self.leader_endpoints: dict[int, tuple[str, int]] = {}  # from LeaderAndIsr's live_leaders
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet()   # ISR changes under way (AlterPartition submissions)
         self._isr_task = asyncio.ensure_future(self._isr_expiration())
 
     async def stop(self) -> None:
-        self._isr_task.cancel()
-        for task in list(self._tasks):
-            task.cancel()
+        """The ISR task, the ISR changes under way and every fetcher end before this
+        returns; parked acks=all produces are answered (DelayedProduces.close); nothing
+        starts after it (the listeners still answer while the logs flush)."""
+        for task in await cancel_and_wait([self._isr_task]):
+            log.warning("ISR expiration task did not stop: %s", task_name(task))
+        for task in await self._tasks.aclose():
+            log.warning("ISR change did not stop: %s", task_name(task))
         await self.fetchers.close()
+        self.delayed_produce.close()
 
     def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(coro)
 
     # -- routing -------------------------------------------------------------------------
 

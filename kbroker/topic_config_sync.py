@@ -34,6 +34,7 @@ from cluster import znodes
 from cluster.coordination import CoordinationError, NoNodeError, WatchEvent
 from kbroker import broker_config_sync, quotas_zk
 from kbroker.config_entities import publish_entity, read_entity
+from kbroker.tasks import TaskSet, task_name
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -98,7 +99,7 @@ class ConfigChangeListener:
         self._last = -1  # sequence number of the last notification processed
         self._started = False
         self._lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet()   # notification passes started by the watch
 
     async def start(self) -> None:
         """First start: skip what is there now (topic configs are read when topics arrive)
@@ -122,9 +123,10 @@ class ConfigChangeListener:
                 await asyncio.sleep(RETRY_S)
 
     def _on_event(self, _: WatchEvent) -> None:
-        task = asyncio.ensure_future(self._process())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        # none once stopped: closing the session fires the watch, and a pass would retry
+        # its reads of the closed session for ever
+        if not self._tasks.closed:
+            self._tasks.spawn(self._process())
 
     async def _process(self) -> None:
         async with self._lock:
@@ -179,8 +181,12 @@ class ConfigChangeListener:
                 pass  # another broker purged it first
 
     def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.close()
+
+    async def aclose(self) -> None:
+        """No pass starts any more, and the ones under way have ended."""
+        for task in await self._tasks.aclose():
+            log.warning("config change task did not stop: %s", task_name(task))
 
 
 def _seq(child: str) -> int:

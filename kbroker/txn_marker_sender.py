@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kbroker.tasks import cancel_and_wait, task_name
 from txn import MarkerJob, TransactionCoordinator
 from wire.error_codes import ErrorCode
 from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -63,6 +64,7 @@ class TxnMarkerSender:
         self._wake: asyncio.Event | None = None
         self._links: Any = None  # cluster mode: a BrokerChannel of our own, made on first use
         self._warned = False
+        self._stopped = False  # stop() ran: no task and no link is made any more
 
     def add(self, job: MarkerJob) -> None:
         self.jobs.append(job)
@@ -78,6 +80,8 @@ class TxnMarkerSender:
             self._ensure_running(asyncio.get_running_loop())
 
     def _ensure_running(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._stopped:   # a transaction ended while the logs flush: its markers wait for
+            return          # the next coordinator, as those of an unclean stop would
         if self._wake is None:
             self._wake = asyncio.Event()
         self._wake.set()
@@ -86,7 +90,8 @@ class TxnMarkerSender:
 
     async def _run(self) -> None:
         assert self._wake is not None
-        while True:
+        # (``_stopped``: a cancellation lost in a 3.11 wait_for still ends the loop, tasks.py)
+        while not self._stopped:
             self._wake.clear()
             self.jobs = [j for j in self.jobs if j.partitions and self.coordinator.job_is_current(j)]
             if not self.jobs:
@@ -202,7 +207,7 @@ class TxnMarkerSender:
         (also used for KIP-890 verification, kbroker/txn_verification.py); None when the
         broker is not known."""
         cluster = getattr(self.state, "cluster", None)
-        if cluster is None:
+        if cluster is None or self._stopped:
             return None
         info = cluster.cache.broker(broker)
         if info is None or not info.endpoints:
@@ -220,14 +225,16 @@ class TxnMarkerSender:
         return self._links.send(broker, request, version)
 
     async def stop(self) -> None:
+        """The sending task and every inter-broker link end before this returns; neither
+        is made again (requests are still answered while the logs flush)."""
+        self._stopped = True
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-        self.close()
+            for left in await cancel_and_wait([task]):
+                log.warning("transaction marker task did not stop: %s", task_name(left))
+        links, self._links = self._links, None
+        if links is not None:
+            await links.aclose()
 
     def close(self) -> None:
         if self._task is not None:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kbroker.producer_ids import ProducerIdsNotReady
+from kbroker.tasks import cancel_and_wait, task_name
 from kbroker.topic_names import TRANSACTION_STATE_TOPIC
 from kbroker.txn_marker_sender import TxnMarkerSender
 from kbroker.txn_verification import TxnVerifier
@@ -294,5 +295,9 @@ class TxnService:
         self.markers.close()
 
     async def stop(self) -> None:
-        """On the loop, before the state shuts down: the marker sender's task ends."""
+        """On the loop, before the state shuts down: the marker sender's task ends, and so
+        do the appends waiting for their replication (the replica manager, stopped first,
+        answered them: kbroker/delayed_produce.py)."""
         await self.markers.stop()
+        for task in await cancel_and_wait(list(self._replicating)):
+            log.warning("transaction log append did not stop: %s", task_name(task))

@@ -14,6 +14,7 @@ import time
 from collections import deque
 
 from kbroker.console.client import LATEST, ConsoleClient
+from kbroker.tasks import cancel_and_wait, task_name
 
 log = logging.getLogger("kbroker.console")
 
@@ -30,11 +31,10 @@ class ThroughputSampler:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            # cancelled until it has ended: one cancellation can be lost in the client's
+            # 3.11 wait_for, and a plain ``await`` of the task would then wait for ever
+            for task in await cancel_and_wait([self._task]):
+                log.warning("throughput sampler did not stop: %s", task_name(task))
             self._task = None
 
     async def sample_once(self) -> None:
