@@ -182,6 +182,7 @@ class Broker:
         flushed = False
         if self.state is not None:
             await self.state.txns.stop()  # the marker sender's task
+            await self.state.groups.stop()   # commits waiting for their replication
             if self._servers:   # fsync every log while still answering (log_shutdown.py)
                 flushed = await log_shutdown.flush_all(self.state)
         for server in self._servers:

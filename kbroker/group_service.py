@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from groups import GroupConfig, GroupCoordinator, Result
 from groups.result import Write
+from kbroker.tasks import cancel_and_wait, task_name
 from kbroker.topic_names import GROUP_METADATA_TOPIC
 from log.errors import LogError
 from log.producer_state import AppendOrigin
@@ -252,6 +253,16 @@ class GroupService:
             topics = sorted({t for t, _ in partitions})
             log.info("Removed %d offsets associated with deleted partitions of %s", removed,
                      ", ".join(topics))
+
+    async def stop(self) -> None:
+        """On the loop, before the state shuts down: the commits waiting for their
+        replication end (the replica manager, stopped first, answered them), and the timer
+        is dropped."""
+        for task in await cancel_and_wait(list(self._replicating)):
+            log.warning("group coordinator append did not stop: %s", task_name(task))
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = self._timer_deadline_ms = None
 
     # ------------------------------------------------------------ results
     def apply(self, result: Result) -> asyncio.Task[None] | None:
