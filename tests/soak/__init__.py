@@ -13,7 +13,7 @@ write down everything the cluster acknowledges to them, line by line, as it happ
 - two transactional producers, committing most transactions and aborting about a quarter,
   and which transactions' commit or abort returned;
 - a consumer group of two members (auto commit off) committing asynchronously every few
-  records and fetching the committed offsets every second, with every commit callback and
+  records and fetching the committed offsets four times a second, with every commit callback and
   every rebalance callback, in the order the member saw them;
 - a sampler asking each partition's leader for its high watermark twice a second.
 

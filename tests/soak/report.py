@@ -34,7 +34,7 @@ def table(r: SoakResult) -> str:
          ", ".join(f"{k} x{n}" for k, n in sorted(f.client_fatal.items()))),
         ("worker restarts (not a check)", str(sum(len(v) for v in r.worker_restarts.values())), "",
          ", ".join(f"{k}: exits {v}" for k, v in sorted(r.worker_restarts.items()))),
-        ("progress stalls after a fault (not a check)", str(len(r.stalls)), "", ""),
+        ("progress stalls, unclean worker exits (not a check)", str(len(r.stalls)), "", ""),
     ]
     width = max(len(row[0]) for row in rows)
     lines = [
@@ -61,7 +61,7 @@ def details(r: SoakResult) -> str:
                          ("HW regressions", f.hw_regressions), ("aborted reads", f.aborted_reads),
                          ("partially visible transactions", f.partial_txns),
                          ("faults not recovered", r.fault_errors), ("run problems", r.problems),
-                         ("progress stalls", r.stalls)):
+                         ("progress stalls, unclean worker exits", r.stalls)):
         if items:
             out.append(f"-- {title} ({len(items)}), first {min(len(items), EXAMPLES)}:")
             out += [f"   {x}" for x in items[:EXAMPLES]]

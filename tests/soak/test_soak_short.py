@@ -13,15 +13,16 @@ from __future__ import annotations
 import pytest
 
 from tests.cluster.zookeeper_process import JARS
+from tests.requirements_helper import needs_tool
 from tests.soak.report import details, table
 from tests.soak.runner import run_soak
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.timeout(1200),
+              needs_tool(any(JARS.glob("zookeeper-*.jar")),
+                         "ZooKeeper jars missing: run `make zookeeper-jars` (make test does)")]
 
 
 def test_what_the_cluster_acknowledges_survives_a_kill_a_freeze_and_a_roll_exactly_once_and_in_order(tmp_path):
-    if not any(JARS.glob("zookeeper-*.jar")):
-        pytest.fail("ZooKeeper jars missing: run `make zookeeper-jars` (make test does)")
     result = run_soak(tmp_path, plan=["kill9", "pause", "roll"], seed=28)
     report = table(result) + "\n" + details(result)
     print(report)

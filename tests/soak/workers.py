@@ -121,7 +121,7 @@ def parser() -> argparse.ArgumentParser:
     # member: commit every N records, sample committed offsets every S seconds
     p.add_argument("--group", default="soak-group")
     p.add_argument("--commit-every", type=int, default=10)
-    p.add_argument("--fetch-every-s", type=float, default=1.0)
+    p.add_argument("--fetch-every-s", type=float, default=0.25)
     p.add_argument("--txn-topic", default="")
     # sampler: interval; readback: how long it may take to settle and read
     p.add_argument("--interval-s", type=float, default=0.5)
