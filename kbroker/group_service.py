@@ -177,8 +177,11 @@ class GroupService:
         self._loaded_partitions.add(index)
         count = 0
         offset = partition.log_start_offset
-        while offset < partition.high_watermark:
-            data = partition.read(offset, 1 << 20, True).records
+        # To the log end, not the high watermark (Kafka's GroupMetadataManager loads with
+        # FetchIsolation.LOG_END): a new leader's HW may still trail records the old
+        # coordinator acknowledged, and a commit left out would read as an older offset.
+        while offset < partition.log_end_offset:
+            data = partition.read(offset, 1 << 20, True, to_log_end=True).records
             if not data:
                 break
             for batch in iter_batches(data):
