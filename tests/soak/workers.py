@@ -21,7 +21,6 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,9 @@ from typing import Any
 # (confluentinc/librdkafka#5456, #5511; tests/compat/eos_worker.py has the story): keep the
 # known brokers instead.
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
-# A call still running this long past its own timeout will not return: exit with HUNG_EXIT
-# and let the runner's supervisor start a new incarnation (as a liveness probe would).
-HUNG_AFTER_S = 60
-HUNG_EXIT = 75
+# tests.compat.eos_worker.bounded (producers and consumers use it): a call still running HUNG_AFTER_S past its own timeout will not return; the worker
+# exits with HUNG_EXIT and the runner's supervisor starts a new incarnation (as a liveness
+# probe would).  One implementation, the EOS worker's.
 
 
 def now_ms() -> int:
@@ -68,23 +66,6 @@ class Stop:
 
     def __call__(self) -> bool:
         return self.signalled or (self.path is not None and self.path.exists())
-
-
-def bounded(timeout_s: float, call: Callable[..., Any], *args: Any) -> Any:
-    """``call(*args, timeout_s)``, or exit HUNG_EXIT if it has not returned HUNG_AFTER_S past
-    its ``timeout_s`` (librdkafka honours its timeouts otherwise)."""
-    def hung() -> None:
-        print(f"hung {getattr(call, '__name__', call)}: no return {HUNG_AFTER_S} s past its {timeout_s} s "
-              "timeout", flush=True)
-        os._exit(HUNG_EXIT)
-
-    timer = threading.Timer(timeout_s + HUNG_AFTER_S, hung)
-    timer.daemon = True
-    timer.start()
-    try:
-        return call(*args, timeout_s)
-    finally:
-        timer.cancel()
 
 
 def common_client_config(bootstrap: str) -> dict[str, Any]:
