@@ -47,6 +47,7 @@ class _Partition:
     leader_epoch = 0
     log_start_offset = 0
     high_watermark = 0
+    log_end_offset = 0   # nothing to replay: the service reads up to the log end
 
     def __init__(self) -> None:
         self.log = _Log()
