@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-SCHEMAS ?= ../shared/kafka-protocol
+SCHEMAS ?= wire/codegen/schemas
 
 .PHONY: run test deps-system spark-jars zookeeper-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
         bench bench-quick bench-profile bench-cluster kafka-jars clean cluster cluster-stop \

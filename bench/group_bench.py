@@ -63,6 +63,7 @@ from typing import Any, NamedTuple
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kbroker.tools.client import WRITTEN_FOR  # the versions this code reads and writes
 from tests.compat.broker_process import BrokerProcess
 from wire import messages as m
 from wire.codec import encode
@@ -155,7 +156,7 @@ def negotiate(conn: Conn) -> dict[int, int]:
                                           client_software_version="1"), 3)
     if resp.error_code:
         raise BenchError(f"ApiVersions: {E(resp.error_code).name}")
-    return {k.api_key: min(k.max_version, REQUESTS[k.api_key].valid[1] or 0)
+    return {k.api_key: min(k.max_version, WRITTEN_FOR.get(k.api_key, REQUESTS[k.api_key].valid[1] or 0))
             for k in resp.api_keys if k.api_key in REQUESTS}
 
 
@@ -170,19 +171,19 @@ def subscription(topics: list[str]) -> bytes:
 
 def assignment(topic: str, partitions: list[int]) -> bytes:
     return struct.pack(">h", 0) + encode(m.ConsumerProtocolAssignment(
-        assigned_partitions=[m.ConsumerProtocolAssignment.TopicPartition(topic, partitions)]), 0)
+        assigned_partitions=[m.ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=partitions)]), 0)
 
 
 def join_request(group: str, member_id: str) -> m.JoinGroupRequest:
     return m.JoinGroupRequest(
         group_id=group, session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS,
         member_id=member_id, protocol_type="consumer",
-        protocols=[m.JoinGroupRequest.JoinGroupRequestProtocol("range", subscription([JOIN_TOPIC]))])
+        protocols=[m.JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=subscription([JOIN_TOPIC]))])
 
 
 def leader_assignments(members: list[Any]) -> list[Any]:
     """Trivial assignment: member i (in the order the broker listed them) gets partition i."""
-    return [m.SyncGroupRequest.SyncGroupRequestAssignment(mem.member_id, assignment(JOIN_TOPIC, [i % MEMBERS]))
+    return [m.SyncGroupRequest.SyncGroupRequestAssignment(member_id=mem.member_id, assignment=assignment(JOIN_TOPIC, [i % MEMBERS]))
             for i, mem in enumerate(members)]
 
 
@@ -236,7 +237,7 @@ async def run_member(idx: int, conn: AsyncConn, v: dict[int, int], rnd: Round) -
             try:
                 await asyncio.wait_for(rnd.done.wait(), HEARTBEAT_S)
             except TimeoutError:
-                hb = await conn.call(m.HeartbeatRequest(rnd.group, join.generation_id, member_id), v[12])
+                hb = await conn.call(m.HeartbeatRequest(group_id=rnd.group, generation_id=join.generation_id, member_id=member_id), v[12])
                 if hb.error_code == E.REBALANCE_IN_PROGRESS:
                     rnd.synced.pop(idx, None)
                     break
@@ -266,7 +267,7 @@ async def join_rounds(host: str, port: int, v: dict[int, int], rounds: int) -> l
             out.append(JoinResult((rnd.t_done - t0) * 1e3, (rnd.t_ids - t0) * 1e3, (rnd.t_joined - rnd.t_ids) * 1e3,
                                   (rnd.t_done - rnd.t_joined) * 1e3, rnd.generation, rnd.join_calls))
             leave = await conns[0].call(m.LeaveGroupRequest(group_id=rnd.group, members=[
-                m.LeaveGroupRequest.MemberIdentity(mid) for mid in rnd.member_ids.values()]), v[13])
+                m.LeaveGroupRequest.MemberIdentity(member_id=mid) for mid in rnd.member_ids.values()]), v[13])
             check(leave.error_code, "LeaveGroup")
     finally:
         for c in conns:

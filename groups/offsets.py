@@ -246,7 +246,7 @@ class OffsetManager:
         producer; a group-level error (unknown group with generation >= 0: ILLEGAL_GENERATION,
         or ``validate_offset_commit``'s) is every partition's error and writes nothing."""
         error: ErrorCode | None = None
-        generation = req.generation_id if version >= 3 else -1
+        generation = req.generation_id_or_member_epoch if version >= 3 else -1
         if group is None:
             if generation >= 0:
                 error = E.ILLEGAL_GENERATION

@@ -202,7 +202,7 @@ def find_coordinator(ctx: RequestContext, req: Any, handler: Callable[[Any], Any
     req.coordinator_keys = [k for k in req.coordinator_keys if k not in denied]
 
     def finish(resp: Any) -> Any:
-        resp.coordinators += [FindCoordinatorResponse.Coordinator(k, -1, "", -1, c, None)
+        resp.coordinators += [FindCoordinatorResponse.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=c, error_message=None)
                               for k, c in denied.items()]
         return resp
     if not req.coordinator_keys:

@@ -1,6 +1,7 @@
 """``__transaction_state`` records, encoded as Kafka writes them (``TransactionLog``).
 
-Key: ``int16 version (0)`` + TransactionLogKey{transactional_id}.
+Key: ``int16 record type (0)`` + TransactionLogKey{transactional_id} (its one layout, 0;
+Kafka's schema calls the type the key's ``apiKey``, Kafka before 4.0 its version).
 Value: ``int16 version`` + TransactionLogValue; Kafka writes version 0 (the non-flexible
 layout) unless ``transaction.version`` >= 1 is finalized, which this broker does not
 advertise, so version 0 here too.  ``transaction_partitions`` is null in the Empty state,
@@ -27,8 +28,7 @@ _I16 = struct.Struct(">h")
 
 
 def key_bytes(transactional_id: str) -> bytes:
-    return _I16.pack(KEY_VERSION) + encode(TransactionLogKey(transactional_id=transactional_id),
-                                           KEY_VERSION)
+    return _I16.pack(KEY_VERSION) + encode(TransactionLogKey(transactional_id=transactional_id), 0)
 
 
 def value_bytes(t: TxnTransit, version: int = VALUE_VERSION) -> bytes:
@@ -56,7 +56,7 @@ def decode_key(key: bytes | memoryview) -> str | None:
     (version,) = _I16.unpack_from(key, 0)
     if version != KEY_VERSION:
         return None
-    return decode(TransactionLogKey, memoryview(key)[2:], version).transactional_id
+    return decode(TransactionLogKey, memoryview(key)[2:], 0).transactional_id
 
 
 def decode_value(value: bytes | memoryview | None) -> TxnTransit | None:

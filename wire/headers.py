@@ -86,7 +86,7 @@ def decode_request_header(frame: bytes | bytearray | memoryview) -> tuple[Reques
             p += size
             if p > len(d):
                 raise DecodeError("tagged header field past the end of the frame")
-    return RequestHeader(api_key, api_version, correlation_id, client_id), p
+    return RequestHeader(request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id, client_id=client_id), p
 
 
 def encode_request(msg: Any, version: int, correlation_id: int, client_id: str | None = None) -> bytes:

@@ -23,7 +23,7 @@ _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
 def _api_keys() -> list[ApiVersionsResponse.ApiVersion]:
-    return [ApiVersionsResponse.ApiVersion(e.api_key, e.min_version, e.max_version)
+    return [ApiVersionsResponse.ApiVersion(api_key=e.api_key, min_version=e.min_version, max_version=e.max_version)
             for e in REGISTRY.entries()]
 
 

@@ -190,9 +190,9 @@ def _read_partition(partition: Partition, fp: FetchRequest.FetchPartition, versi
     elif aborted is not None:
         aborted = []   # a list of its own per answer (read_committed, nothing aborted)
     return PartitionData(
-        fp.partition, ErrorCode.NONE, result.high_watermark, result.last_stable_offset, result.log_start_offset,
-        _NO_DIVERGING_EPOCH, _NO_CURRENT_LEADER, _NO_SNAPSHOT_ID, aborted, -1,
-        result.records if limit >= 0 else b"")
+        partition_index=fp.partition, error_code=ErrorCode.NONE, high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset, log_start_offset=result.log_start_offset,
+        diverging_epoch=_NO_DIVERGING_EPOCH, current_leader=_NO_CURRENT_LEADER, snapshot_id=_NO_SNAPSHOT_ID, aborted_transactions=aborted, preferred_read_replica=-1,
+        records=result.records if limit >= 0 else b"")
 
 
 def _read_replica_partition(partition: Partition, fp: FetchRequest.FetchPartition, version: int, limit: int,

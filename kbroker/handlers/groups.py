@@ -73,7 +73,7 @@ def _single_node_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -
         code, msg, node = ErrorCode.INVALID_REQUEST, f"Unknown key type {req.key_type}", -1
     h, p = (host, port) if node >= 0 else ("", -1)
     if ctx.api_version >= 4:
-        coordinators = [FindCoordinatorResponse.Coordinator(key, node, h, p, code, msg)
+        coordinators = [FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=h, port=p, error_code=code, error_message=msg)
                         for key in req.coordinator_keys]
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
@@ -86,7 +86,7 @@ async def _find_txn_coordinator(ctx: RequestContext, req: FindCoordinatorRequest
         coordinators = []
         for key in req.coordinator_keys:
             code, msg, node, host, port = await transaction_coordinator(ctx, key)
-            coordinators.append(FindCoordinatorResponse.Coordinator(key, node, host, port, code, msg))
+            coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port, error_code=code, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
     code, msg, node, host, port = await transaction_coordinator(ctx, req.key)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
@@ -101,7 +101,7 @@ async def _find_group_coordinator_in_cluster(ctx: RequestContext, req: FindCoord
         coordinators = []
         for key in req.coordinator_keys:
             code, msg, node, host, port = await group_coordinator(ctx, key)
-            coordinators.append(FindCoordinatorResponse.Coordinator(key, node, host, port, code, msg))
+            coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port, error_code=code, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
     code, msg, node, host, port = await group_coordinator(ctx, req.key)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
@@ -144,7 +144,7 @@ def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
         if missing:
             unknown[t.name] = missing
         if kept:
-            kept_topics.append(OffsetCommitRequest.OffsetCommitRequestTopic(t.name, kept))
+            kept_topics.append(OffsetCommitRequest.OffsetCommitRequestTopic(name=t.name, partitions=kept))
     if not unknown:
         return svc.answer(svc.coordinator.offset_commit(req, ctx.api_version))
     req.topics = kept_topics
@@ -153,10 +153,10 @@ def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     for name, parts in unknown.items():
         entry = next((t for t in resp.topics if t.name == name), None)
         if entry is None:
-            entry = OffsetCommitResponse.OffsetCommitResponseTopic(name, [])
+            entry = OffsetCommitResponse.OffsetCommitResponseTopic(name=name, partitions=[])
             resp.topics.append(entry)
         entry.partitions.extend(OffsetCommitResponse.OffsetCommitResponsePartition(
-            p, ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in refused_topics
+            partition_index=p, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in refused_topics
             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in parts)
     return resp
 

@@ -78,11 +78,11 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
                     continue
                 else:
                     latest = partition.last_stable_offset if req.isolation_level == 1 else partition.high_watermark
-                parts.append(P(p.partition_index, 0, timestamp=-1, offset=latest,
+                parts.append(P(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=latest,
                                leader_epoch=partition.leader_epoch))
                 continue
             if ts == EARLIEST_TIMESTAMP:
-                parts.append(P(p.partition_index, 0, timestamp=-1, offset=partition.log_start_offset,
+                parts.append(P(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=partition.log_start_offset,
                                leader_epoch=partition.leader_epoch))
                 continue
             if ts == MAX_TIMESTAMP and v < 7:
@@ -100,10 +100,10 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
             fetchable = (partition.log_end_offset if from_follower else partition.last_stable_offset
                          if req.isolation_level == 1 else partition.high_watermark)
             if found is None or found.offset < 0 or found.offset >= fetchable:
-                parts.append(P(p.partition_index, 0, timestamp=-1, offset=-1, leader_epoch=-1))
+                parts.append(P(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1, leader_epoch=-1))
             else:
                 epoch_out = found.leader_epoch if found.leader_epoch is not None else partition.leader_epoch
-                parts.append(P(p.partition_index, 0, timestamp=found.timestamp, offset=found.offset,
+                parts.append(P(partition_index=p.partition_index, error_code=0, timestamp=found.timestamp, offset=found.offset,
                                leader_epoch=epoch_out))
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

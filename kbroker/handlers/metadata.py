@@ -141,7 +141,7 @@ def _response(ctx: RequestContext, view: MetadataView, req: MetadataRequest, nam
             topics.append(_error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[MetadataResponse.MetadataResponseBroker(b.node_id, b.host, b.port, b.rack)
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                  for b in view.brokers(ctx.listener_name)],
         cluster_id=ctx.broker.cluster_id,
         controller_id=view.controller_id,

@@ -37,19 +37,19 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoc
             partition = state.partition(t.topic, p.partition)
             not_leader = None if cluster is None else cluster.replicas.leader_error(t.topic, p.partition)
             if partition is None:
-                parts.append(E(not_leader or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, p.partition, -1, -1))
+                parts.append(E(error_code=not_leader or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition, leader_epoch=-1, end_offset=-1))
                 continue
             current = p.current_leader_epoch
             if current >= 0 and current != partition.leader_epoch:
                 code = (ErrorCode.FENCED_LEADER_EPOCH if current < partition.leader_epoch
                         else ErrorCode.UNKNOWN_LEADER_EPOCH)
-                parts.append(E(code, p.partition, -1, -1))
+                parts.append(E(error_code=code, partition=p.partition, leader_epoch=-1, end_offset=-1))
                 continue
             if not_leader is not None:
-                parts.append(E(not_leader, p.partition, -1, -1))
+                parts.append(E(error_code=not_leader, partition=p.partition, leader_epoch=-1, end_offset=-1))
                 continue
             found = partition.end_offset_for_epoch(p.leader_epoch)
             epoch, end = found if found is not None else (-1, -1)
-            parts.append(E(ErrorCode.NONE, p.partition, epoch, end))
-        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(t.topic, parts))
+            parts.append(E(error_code=ErrorCode.NONE, partition=p.partition, leader_epoch=epoch, end_offset=end))
+        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

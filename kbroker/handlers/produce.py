@@ -202,7 +202,7 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                 records_in += info.record_count
                 bytes_in += len(pd.records)  # type: ignore[arg-type]
             # positional: (index, error_code, base_offset, log_append_time_ms, log_start_offset)
-            answer = PartitionResponse(pd.index, 0, info.first_offset, info.log_append_time, info.log_start_offset)
+            answer = PartitionResponse(index=pd.index, error_code=0, base_offset=info.first_offset, log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
             partitions.append(answer)
             if awaiting_all:
                 awaiting[(name, pd.index)] = info.last_offset + 1

@@ -103,7 +103,7 @@ def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) -
         if missing:
             refused.append((t.name, missing, E.UNKNOWN_TOPIC_OR_PARTITION))
         if present:
-            kept.append(TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(t.name, present))
+            kept.append(TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=t.name, partitions=present))
 
     def merge(resp: TxnOffsetCommitResponse) -> TxnOffsetCommitResponse:
         for name, indexes, code in refused:

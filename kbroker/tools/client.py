@@ -37,6 +37,15 @@ _I32 = struct.Struct(">i")
 CLIENT_ID = "kbroker-tools"
 
 
+# The highest version of an API the tools' code was written for, where Kafka 4.4's schemas
+# (the codec's) go higher: the newer versions change what a tool reads and writes (topic ids
+# instead of names in OffsetFetch 10 and Produce 13, ...).  A tool moves up when its code does.
+WRITTEN_FOR: dict[int, int] = {
+    0: 11, 1: 17, 2: 10, 3: 12, 8: 9, 9: 9, 15: 5, 18: 4, 22: 5, 27: 1, 28: 4, 35: 4, 42: 2,
+    45: 0, 60: 1, 66: 1, 69: 0, 74: 0,
+}
+
+
 class ToolError(Exception):
     """A failure a tool reports as ``Error: <message>`` with exit status 1."""
 
@@ -184,7 +193,8 @@ class Client:
         spec = REQUESTS[api_key]
         if theirs is None:
             raise ToolError(f"the broker does not support {spec.name[:-len('Request')]}")
-        hi = min(theirs[1], spec.valid[1] if spec.valid[1] is not None else theirs[1])
+        ours = WRITTEN_FOR.get(api_key, spec.valid[1])
+        hi = min(theirs[1], ours if ours is not None else theirs[1])
         if cap is not None:
             hi = min(hi, cap)
         if hi < max(theirs[0], spec.valid[0]):

@@ -35,7 +35,7 @@ _TIME_INDEX = struct.Struct(">qi")  # timestamp, relative offset
 _CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 MAX_INT = 2**31 - 1
 
-# __consumer_offsets record key versions (= record types) -> (key schema, value schema)
+# __consumer_offsets record types (the int16 before a key; the key schema's apiKey) -> (key schema, value schema)
 _GROUP_RECORDS = {
     0: ("OffsetCommitKey", "OffsetCommitValue"), 1: ("OffsetCommitKey", "OffsetCommitValue"),
     2: ("GroupMetadataKey", "GroupMetadataValue"),
@@ -127,8 +127,8 @@ def decode_offsets_record(offset: int, key: bytes | None, value: bytes | None) -
             return f"Unknown record type {rtype} at offset {offset}, skipping.", None
         key_name, value_name = _GROUP_RECORDS[rtype]
         kspec = SPECS[key_name]
-        kmsg, _ = decode_at(kspec.cls, key, kspec.valid[0] if rtype > 1 else rtype, 2)
-        ktext = json.dumps({"type": str(rtype), "data": _json_struct(kspec, kmsg, kspec.valid[0] if rtype > 1 else rtype)},
+        kmsg, _ = decode_at(kspec.cls, key, 0, 2)  # a coordinator key has one layout, 0
+        ktext = json.dumps({"type": str(rtype), "data": _json_struct(kspec, kmsg, 0)},
                            separators=(",", ":"), ensure_ascii=False)
         if value is None:
             return ktext, "<DELETE>"

@@ -189,14 +189,14 @@ def test_log_dirs_list_each_brokers_own_partitions_and_only_the_leader_deletes_r
     leader = led[0]
     other = next(b for b in (1, 2, 3) if b != leader)
     epochs = OffsetForLeaderEpochRequest(replica_id=-1, topics=[
-        OffsetForLeaderEpochRequest.OffsetForLeaderTopic("spread", [
-            OffsetForLeaderEpochRequest.OffsetForLeaderPartition(0, -1, 0)])])
+        OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic="spread", partitions=[
+            OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, current_leader_epoch=-1, leader_epoch=0)])])
     answer = call(other, epochs, 4).topics[0].partitions[0]
     assert (answer.error_code, answer.end_offset) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
     answer = call(leader, epochs, 4).topics[0].partitions[0]
     assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (0, 0, 50)
     delete = DeleteRecordsRequest(timeout_ms=10000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
-        "spread", [DeleteRecordsRequest.DeleteRecordsPartition(0, 10)])])
+        name="spread", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=10)])])
     answer = call(other, delete, 2).topics[0].partitions[0]
     assert (answer.error_code, answer.low_watermark) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
     answer = call(leader, delete, 2).topics[0].partitions[0]

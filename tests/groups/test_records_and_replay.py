@@ -42,6 +42,9 @@ def test_offset_commit_records_use_key_v1_and_value_v3_or_v1_with_an_expire_time
     coord, clock = make()
     rec = coord.offset_commit(commit_req({("t", 2): 5}, metadata="m"), 8).records[0]
     assert rec.key[:2] == b"\x00\x01" and rec.value[:2] == b"\x00\x03"
+    # Kafka's bytes: type 1, then group, topic (int16 length + UTF-8) and the partition
+    g = GROUP.encode()
+    assert rec.key == b"\x00\x01" + len(g).to_bytes(2, "big") + g + b"\x00\x01t" + b"\x00\x00\x00\x02"
     key = decode_key(rec.key)
     assert isinstance(key, OffsetCommitKey) and (key.group, key.topic, key.partition) == (GROUP, "t", 2)
     value = decode_value(key, rec.value)

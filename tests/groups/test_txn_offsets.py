@@ -26,7 +26,7 @@ def txn_req(offsets: dict[tuple[str, int], int], *, group: str = GROUP, pid: int
             committed_metadata=metadata))
     return TxnOffsetCommitRequest(
         transactional_id="tx", group_id=group, producer_id=pid, producer_epoch=epoch,
-        generation_id=generation, member_id=member_id, group_instance_id=instance_id,
+        generation_id_or_member_epoch=generation, member_id=member_id, group_instance_id=instance_id,
         topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=t, partitions=ps)
                 for t, ps in topics.items()])
 

@@ -118,7 +118,7 @@ def test_a_config_change_is_answered_once_its_file_is_written_and_the_loop_answe
         changer.start()
         assert gate.entered.wait(DEADLINE_S), "the change never reached its file write"
 
-        versions = _call(b.bootstrap_servers, ApiVersionsRequest("t", "1"), 3, ApiVersionsResponse)
+        versions = _call(b.bootstrap_servers, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, ApiVersionsResponse)
         answered_while_held = versions.error_code == 0 and not gate.release.is_set()
         unanswered_while_held = not answers
         gate.release.set()

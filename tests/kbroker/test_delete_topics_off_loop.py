@@ -48,7 +48,7 @@ def test_the_event_loop_answers_other_requests_while_a_topic_deletion_is_on_disk
         deleter.start()
         assert entered.wait(DEADLINE_S), "the deletion never reached its disk work"
 
-        _, versions = _call(b.bootstrap_servers, ApiVersionsRequest("t", "1"), 3, ApiVersionsResponse)
+        _, versions = _call(b.bootstrap_servers, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, ApiVersionsResponse)
         answered_while_held = versions.error_code == 0 and not release.is_set() and not answers
         _, again = _call(b.bootstrap_servers, CreateTopicsRequest(topics=[topic], timeout_ms=10000), 5,
                          CreateTopicsResponse)

@@ -30,7 +30,7 @@ def _read(s: socket.socket, n: int) -> bytes:
 def test_a_synchronous_embedded_broker_answers_api_versions_and_stops(tmp_path):
     with Broker.start({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)}) as b:
         assert b.bootstrap_servers.startswith("127.0.0.1:") and not b.bootstrap_servers.endswith(":0")
-        cid, resp = _call(b.bootstrap_servers, ApiVersionsRequest("t", "1"), 3, ApiVersionsResponse)
+        cid, resp = _call(b.bootstrap_servers, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, ApiVersionsResponse)
         assert cid == 7 and resp.error_code == 0
         keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
         assert keys[0] == (0, 9) and keys[1] == (4, 17) and keys[18] == (0, 4)

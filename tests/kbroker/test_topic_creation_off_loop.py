@@ -124,7 +124,7 @@ def test_the_broker_answers_other_requests_while_a_thousand_partition_create_top
         assert gate.entered.wait(DEADLINE_S), "the creation never reached its disk work"
 
         # all of this is answered while the creation is held (its answer has not come)
-        _, versions = _call(bootstrap, ApiVersionsRequest("t", "1"), 3, ApiVersionsResponse)
+        _, versions = _call(bootstrap, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, ApiVersionsResponse)
         produced = produce(bootstrap, "other")
         invisible = metadata(bootstrap, "big.one")
         auto_created = metadata(bootstrap, "big.one", auto=True)
@@ -235,7 +235,7 @@ def test_find_coordinator_answers_once_consumer_offsets_is_open_and_the_loop_ans
                else FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]))
         finder, found = in_thread(lambda: _call(bootstrap, req, version, FindCoordinatorResponse)[1])
         assert gate.entered.wait(DEADLINE_S)
-        _, versions = _call(bootstrap, ApiVersionsRequest("t", "1"), 3, ApiVersionsResponse)
+        _, versions = _call(bootstrap, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, ApiVersionsResponse)
         answered_while_held = not found
         gate.release.set()
         finder.join(DEADLINE_S)

@@ -15,11 +15,9 @@ Header bytes are checked too (request header v1/v2, response header v0/v1 throug
 
 What is compared, and what could not be (and why):
 
-* Versions: the intersection of our table's validVersions (Kafka's schemas in
-  ../shared/kafka-protocol) and kafka-python's own schemas' validVersions.  kafka-python's
-  schemas are newer: they add versions we do not have (Metadata 13, Produce 12-13, Fetch 18,
-  ListOffsets 11, OffsetCommit 10, OffsetFetch 10, InitProducerId 6); those have no
-  counterpart here.  Kafka 4 also dropped old versions from its schemas (KIP-896: Produce 0-2,
+* Versions: the intersection of our table's validVersions (Kafka 4.4.0's schemas in
+  wire/codegen/schemas, with the kept old versions of wire/codegen/kept.py) and
+  kafka-python's own schemas' validVersions.  Kafka 4 also dropped old versions from its schemas (KIP-896: Produce 0-2,
   Fetch 0-3, ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1); its JSON
   classes no longer describe them, so those versions are compared instead against
   kafka-python's older hand-written per-version classes (``kafka.protocol.old``), body bytes

@@ -51,19 +51,21 @@ class _ProduceRequest_PartitionProduceData(_Message):
 _ProduceRequest_PartitionProduceData.__qualname__ = 'ProduceRequest.PartitionProduceData'
 
 class _ProduceRequest_TopicProduceData(_Message):
-    __slots__ = ('name', 'partition_data')
-    __match_args__ = ('name', 'partition_data')
+    __slots__ = ('name', 'topic_id', 'partition_data')
+    __match_args__ = ('name', 'topic_id', 'partition_data')
     name: str
+    topic_id: uuid.UUID
     partition_data: list[ProduceRequest.PartitionProduceData]
 
-    def __init__(self, name: str = '', partition_data: list[ProduceRequest.PartitionProduceData] = _FACTORY) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_data: list[ProduceRequest.PartitionProduceData] = _FACTORY) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partition_data = [] if partition_data is _FACTORY else partition_data
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.partition_data) == (other.name, other.partition_data)  # type: ignore[attr-defined]
+        return (self.name, self.topic_id, self.partition_data) == (other.name, other.topic_id, other.partition_data)  # type: ignore[attr-defined]
 _ProduceRequest_TopicProduceData.__qualname__ = 'ProduceRequest.TopicProduceData'
 
 class ProduceRequest(_Message):
@@ -153,19 +155,21 @@ class _ProduceResponse_PartitionProduceResponse(_Message):
 _ProduceResponse_PartitionProduceResponse.__qualname__ = 'ProduceResponse.PartitionProduceResponse'
 
 class _ProduceResponse_TopicProduceResponse(_Message):
-    __slots__ = ('name', 'partition_responses')
-    __match_args__ = ('name', 'partition_responses')
+    __slots__ = ('name', 'topic_id', 'partition_responses')
+    __match_args__ = ('name', 'topic_id', 'partition_responses')
     name: str
+    topic_id: uuid.UUID
     partition_responses: list[ProduceResponse.PartitionProduceResponse]
 
-    def __init__(self, name: str = '', partition_responses: list[ProduceResponse.PartitionProduceResponse] = _FACTORY) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_responses: list[ProduceResponse.PartitionProduceResponse] = _FACTORY) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partition_responses = [] if partition_responses is _FACTORY else partition_responses
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.partition_responses) == (other.name, other.partition_responses)  # type: ignore[attr-defined]
+        return (self.name, self.topic_id, self.partition_responses) == (other.name, other.topic_id, other.partition_responses)  # type: ignore[attr-defined]
 _ProduceResponse_TopicProduceResponse.__qualname__ = 'ProduceResponse.TopicProduceResponse'
 
 class _ProduceResponse_NodeEndpoint(_Message):
@@ -232,8 +236,8 @@ class _FetchRequest_ReplicaState(_Message):
 _FetchRequest_ReplicaState.__qualname__ = 'FetchRequest.ReplicaState'
 
 class _FetchRequest_FetchPartition(_Message):
-    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id')
-    __match_args__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id')
+    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark')
+    __match_args__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark')
     partition: int
     current_leader_epoch: int
     fetch_offset: int
@@ -241,8 +245,9 @@ class _FetchRequest_FetchPartition(_Message):
     log_start_offset: int
     partition_max_bytes: int
     replica_directory_id: uuid.UUID
+    high_watermark: int
 
-    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID) -> None:
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, high_watermark: int = 9223372036854775807) -> None:
         self.partition = partition
         self.current_leader_epoch = current_leader_epoch
         self.fetch_offset = fetch_offset
@@ -250,11 +255,12 @@ class _FetchRequest_FetchPartition(_Message):
         self.log_start_offset = log_start_offset
         self.partition_max_bytes = partition_max_bytes
         self.replica_directory_id = replica_directory_id
+        self.high_watermark = high_watermark
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes, self.replica_directory_id) == (other.partition, other.current_leader_epoch, other.fetch_offset, other.last_fetched_epoch, other.log_start_offset, other.partition_max_bytes, other.replica_directory_id)  # type: ignore[attr-defined]
+        return (self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes, self.replica_directory_id, self.high_watermark) == (other.partition, other.current_leader_epoch, other.fetch_offset, other.last_fetched_epoch, other.log_start_offset, other.partition_max_bytes, other.replica_directory_id, other.high_watermark)  # type: ignore[attr-defined]
 _FetchRequest_FetchPartition.__qualname__ = 'FetchRequest.FetchPartition'
 
 class _FetchRequest_FetchTopic(_Message):
@@ -742,8 +748,8 @@ class _MetadataResponse_MetadataResponseTopic(_Message):
 _MetadataResponse_MetadataResponseTopic.__qualname__ = 'MetadataResponse.MetadataResponseTopic'
 
 class MetadataResponse(_Message):
-    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations')
-    __match_args__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations')
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code')
+    __match_args__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code')
     API_KEY: ClassVar[int | None] = 3
     KIND: ClassVar[str] = 'response'
     throttle_time_ms: int
@@ -752,19 +758,21 @@ class MetadataResponse(_Message):
     controller_id: int
     topics: list[MetadataResponse.MetadataResponseTopic]
     cluster_authorized_operations: int
+    error_code: int
 
-    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponse.MetadataResponseBroker] = _FACTORY, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponse.MetadataResponseTopic] = _FACTORY, cluster_authorized_operations: int = -2147483648) -> None:
+    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponse.MetadataResponseBroker] = _FACTORY, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponse.MetadataResponseTopic] = _FACTORY, cluster_authorized_operations: int = -2147483648, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.brokers = [] if brokers is _FACTORY else brokers
         self.cluster_id = cluster_id
         self.controller_id = controller_id
         self.topics = [] if topics is _FACTORY else topics
         self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.throttle_time_ms, self.brokers, self.cluster_id, self.controller_id, self.topics, self.cluster_authorized_operations) == (other.throttle_time_ms, other.brokers, other.cluster_id, other.controller_id, other.topics, other.cluster_authorized_operations)  # type: ignore[attr-defined]
+        return (self.throttle_time_ms, self.brokers, self.cluster_id, self.controller_id, self.topics, self.cluster_authorized_operations, self.error_code) == (other.throttle_time_ms, other.brokers, other.cluster_id, other.controller_id, other.topics, other.cluster_authorized_operations, other.error_code)  # type: ignore[attr-defined]
 MetadataResponse.__qualname__ = 'MetadataResponse'
 
 MetadataResponse.MetadataResponseBroker = _MetadataResponse_MetadataResponseBroker  # type: ignore[attr-defined]
@@ -1300,19 +1308,21 @@ class _OffsetCommitRequest_OffsetCommitRequestPartition(_Message):
 _OffsetCommitRequest_OffsetCommitRequestPartition.__qualname__ = 'OffsetCommitRequest.OffsetCommitRequestPartition'
 
 class _OffsetCommitRequest_OffsetCommitRequestTopic(_Message):
-    __slots__ = ('name', 'partitions')
-    __match_args__ = ('name', 'partitions')
+    __slots__ = ('name', 'topic_id', 'partitions')
+    __match_args__ = ('name', 'topic_id', 'partitions')
     name: str
+    topic_id: uuid.UUID
     partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
 
-    def __init__(self, name: str = '', partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = _FACTORY) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = _FACTORY) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is _FACTORY else partitions
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.partitions) == (other.name, other.partitions)  # type: ignore[attr-defined]
+        return (self.name, self.topic_id, self.partitions) == (other.name, other.topic_id, other.partitions)  # type: ignore[attr-defined]
 _OffsetCommitRequest_OffsetCommitRequestTopic.__qualname__ = 'OffsetCommitRequest.OffsetCommitRequestTopic'
 
 class OffsetCommitRequest(_Message):
@@ -1362,19 +1372,21 @@ class _OffsetCommitResponse_OffsetCommitResponsePartition(_Message):
 _OffsetCommitResponse_OffsetCommitResponsePartition.__qualname__ = 'OffsetCommitResponse.OffsetCommitResponsePartition'
 
 class _OffsetCommitResponse_OffsetCommitResponseTopic(_Message):
-    __slots__ = ('name', 'partitions')
-    __match_args__ = ('name', 'partitions')
+    __slots__ = ('name', 'topic_id', 'partitions')
+    __match_args__ = ('name', 'topic_id', 'partitions')
     name: str
+    topic_id: uuid.UUID
     partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
 
-    def __init__(self, name: str = '', partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = _FACTORY) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = _FACTORY) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is _FACTORY else partitions
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.partitions) == (other.name, other.partitions)  # type: ignore[attr-defined]
+        return (self.name, self.topic_id, self.partitions) == (other.name, other.topic_id, other.partitions)  # type: ignore[attr-defined]
 _OffsetCommitResponse_OffsetCommitResponseTopic.__qualname__ = 'OffsetCommitResponse.OffsetCommitResponseTopic'
 
 class OffsetCommitResponse(_Message):
@@ -1416,19 +1428,21 @@ class _OffsetFetchRequest_OffsetFetchRequestTopic(_Message):
 _OffsetFetchRequest_OffsetFetchRequestTopic.__qualname__ = 'OffsetFetchRequest.OffsetFetchRequestTopic'
 
 class _OffsetFetchRequest_OffsetFetchRequestTopics(_Message):
-    __slots__ = ('name', 'partition_indexes')
-    __match_args__ = ('name', 'partition_indexes')
+    __slots__ = ('name', 'topic_id', 'partition_indexes')
+    __match_args__ = ('name', 'topic_id', 'partition_indexes')
     name: str
+    topic_id: uuid.UUID
     partition_indexes: list[int]
 
-    def __init__(self, name: str = '', partition_indexes: list[int] = _FACTORY) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_indexes: list[int] = _FACTORY) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partition_indexes = [] if partition_indexes is _FACTORY else partition_indexes
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.partition_indexes) == (other.name, other.partition_indexes)  # type: ignore[attr-defined]
+        return (self.name, self.topic_id, self.partition_indexes) == (other.name, other.topic_id, other.partition_indexes)  # type: ignore[attr-defined]
 _OffsetFetchRequest_OffsetFetchRequestTopics.__qualname__ = 'OffsetFetchRequest.OffsetFetchRequestTopics'
 
 class _OffsetFetchRequest_OffsetFetchRequestGroup(_Message):
@@ -1539,19 +1553,21 @@ class _OffsetFetchResponse_OffsetFetchResponsePartitions(_Message):
 _OffsetFetchResponse_OffsetFetchResponsePartitions.__qualname__ = 'OffsetFetchResponse.OffsetFetchResponsePartitions'
 
 class _OffsetFetchResponse_OffsetFetchResponseTopics(_Message):
-    __slots__ = ('name', 'partitions')
-    __match_args__ = ('name', 'partitions')
+    __slots__ = ('name', 'topic_id', 'partitions')
+    __match_args__ = ('name', 'topic_id', 'partitions')
     name: str
+    topic_id: uuid.UUID
     partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
 
-    def __init__(self, name: str = '', partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = _FACTORY) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = _FACTORY) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is _FACTORY else partitions
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.partitions) == (other.name, other.partitions)  # type: ignore[attr-defined]
+        return (self.name, self.topic_id, self.partitions) == (other.name, other.topic_id, other.partitions)  # type: ignore[attr-defined]
 _OffsetFetchResponse_OffsetFetchResponseTopics.__qualname__ = 'OffsetFetchResponse.OffsetFetchResponseTopics'
 
 class _OffsetFetchResponse_OffsetFetchResponseGroup(_Message):
@@ -2019,9 +2035,10 @@ class _DescribeGroupsResponse_DescribedGroupMember(_Message):
 _DescribeGroupsResponse_DescribedGroupMember.__qualname__ = 'DescribeGroupsResponse.DescribedGroupMember'
 
 class _DescribeGroupsResponse_DescribedGroup(_Message):
-    __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
-    __match_args__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
+    __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
     error_code: int
+    error_message: str | None
     group_id: str
     group_state: str
     protocol_type: str
@@ -2029,8 +2046,9 @@ class _DescribeGroupsResponse_DescribedGroup(_Message):
     members: list[DescribeGroupsResponse.DescribedGroupMember]
     authorized_operations: int
 
-    def __init__(self, error_code: int = 0, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribeGroupsResponse.DescribedGroupMember] = _FACTORY, authorized_operations: int = -2147483648) -> None:
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribeGroupsResponse.DescribedGroupMember] = _FACTORY, authorized_operations: int = -2147483648) -> None:
         self.error_code = error_code
+        self.error_message = error_message
         self.group_id = group_id
         self.group_state = group_state
         self.protocol_type = protocol_type
@@ -2041,7 +2059,7 @@ class _DescribeGroupsResponse_DescribedGroup(_Message):
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.error_code, self.group_id, self.group_state, self.protocol_type, self.protocol_data, self.members, self.authorized_operations) == (other.error_code, other.group_id, other.group_state, other.protocol_type, other.protocol_data, other.members, other.authorized_operations)  # type: ignore[attr-defined]
+        return (self.error_code, self.error_message, self.group_id, self.group_state, self.protocol_type, self.protocol_data, self.members, self.authorized_operations) == (other.error_code, other.error_message, other.group_id, other.group_state, other.protocol_type, other.protocol_data, other.members, other.authorized_operations)  # type: ignore[attr-defined]
 _DescribeGroupsResponse_DescribedGroup.__qualname__ = 'DescribeGroupsResponse.DescribedGroup'
 
 class DescribeGroupsResponse(_Message):
@@ -2165,21 +2183,25 @@ SaslHandshakeResponse.__qualname__ = 'SaslHandshakeResponse'
 
 
 class ApiVersionsRequest(_Message):
-    __slots__ = ('client_software_name', 'client_software_version')
-    __match_args__ = ('client_software_name', 'client_software_version')
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id')
+    __match_args__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id')
     API_KEY: ClassVar[int | None] = 18
     KIND: ClassVar[str] = 'request'
     client_software_name: str
     client_software_version: str
+    cluster_id: str | None
+    node_id: int
 
-    def __init__(self, client_software_name: str = '', client_software_version: str = '') -> None:
+    def __init__(self, client_software_name: str = '', client_software_version: str = '', cluster_id: str | None = None, node_id: int = -1) -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.client_software_name, self.client_software_version) == (other.client_software_name, other.client_software_version)  # type: ignore[attr-defined]
+        return (self.client_software_name, self.client_software_version, self.cluster_id, self.node_id) == (other.client_software_name, other.client_software_version, other.cluster_id, other.node_id)  # type: ignore[attr-defined]
 ApiVersionsRequest.__qualname__ = 'ApiVersionsRequest'
 
 
@@ -2612,48 +2634,56 @@ DeleteRecordsResponse.DeleteRecordsTopicResult = _DeleteRecordsResponse_DeleteRe
 
 
 class InitProducerIdRequest(_Message):
-    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch')
-    __match_args__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch')
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable2_pc', 'keep_prepared_txn')
+    __match_args__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable2_pc', 'keep_prepared_txn')
     API_KEY: ClassVar[int | None] = 22
     KIND: ClassVar[str] = 'request'
     transactional_id: str | None
     transaction_timeout_ms: int
     producer_id: int
     producer_epoch: int
+    enable2_pc: bool
+    keep_prepared_txn: bool
 
-    def __init__(self, transactional_id: str | None = '', transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1) -> None:
+    def __init__(self, transactional_id: str | None = '', transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, enable2_pc: bool = False, keep_prepared_txn: bool = False) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.enable2_pc = enable2_pc
+        self.keep_prepared_txn = keep_prepared_txn
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.transactional_id, self.transaction_timeout_ms, self.producer_id, self.producer_epoch) == (other.transactional_id, other.transaction_timeout_ms, other.producer_id, other.producer_epoch)  # type: ignore[attr-defined]
+        return (self.transactional_id, self.transaction_timeout_ms, self.producer_id, self.producer_epoch, self.enable2_pc, self.keep_prepared_txn) == (other.transactional_id, other.transaction_timeout_ms, other.producer_id, other.producer_epoch, other.enable2_pc, other.keep_prepared_txn)  # type: ignore[attr-defined]
 InitProducerIdRequest.__qualname__ = 'InitProducerIdRequest'
 
 
 class InitProducerIdResponse(_Message):
-    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch')
-    __match_args__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch')
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch')
     API_KEY: ClassVar[int | None] = 22
     KIND: ClassVar[str] = 'response'
     throttle_time_ms: int
     error_code: int
     producer_id: int
     producer_epoch: int
+    ongoing_txn_producer_id: int
+    ongoing_txn_producer_epoch: int
 
-    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0) -> None:
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, ongoing_txn_producer_id: int = -1, ongoing_txn_producer_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch) == (other.throttle_time_ms, other.error_code, other.producer_id, other.producer_epoch)  # type: ignore[attr-defined]
+        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch, self.ongoing_txn_producer_id, self.ongoing_txn_producer_epoch) == (other.throttle_time_ms, other.error_code, other.producer_id, other.producer_epoch, other.ongoing_txn_producer_id, other.ongoing_txn_producer_epoch)  # type: ignore[attr-defined]
 InitProducerIdResponse.__qualname__ = 'InitProducerIdResponse'
 
 
@@ -3017,25 +3047,27 @@ class _WriteTxnMarkersRequest_WritableTxnMarkerTopic(_Message):
 _WriteTxnMarkersRequest_WritableTxnMarkerTopic.__qualname__ = 'WriteTxnMarkersRequest.WritableTxnMarkerTopic'
 
 class _WriteTxnMarkersRequest_WritableTxnMarker(_Message):
-    __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch')
-    __match_args__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch')
+    __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version')
+    __match_args__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version')
     producer_id: int
     producer_epoch: int
     transaction_result: bool
     topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
     coordinator_epoch: int
+    transaction_version: int
 
-    def __init__(self, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = _FACTORY, coordinator_epoch: int = 0) -> None:
+    def __init__(self, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = _FACTORY, coordinator_epoch: int = 0, transaction_version: int = 0) -> None:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.transaction_result = transaction_result
         self.topics = [] if topics is _FACTORY else topics
         self.coordinator_epoch = coordinator_epoch
+        self.transaction_version = transaction_version
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.producer_id, self.producer_epoch, self.transaction_result, self.topics, self.coordinator_epoch) == (other.producer_id, other.producer_epoch, other.transaction_result, other.topics, other.coordinator_epoch)  # type: ignore[attr-defined]
+        return (self.producer_id, self.producer_epoch, self.transaction_result, self.topics, self.coordinator_epoch, self.transaction_version) == (other.producer_id, other.producer_epoch, other.transaction_result, other.topics, other.coordinator_epoch, other.transaction_version)  # type: ignore[attr-defined]
 _WriteTxnMarkersRequest_WritableTxnMarker.__qualname__ = 'WriteTxnMarkersRequest.WritableTxnMarker'
 
 class WriteTxnMarkersRequest(_Message):
@@ -3148,41 +3180,43 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(_Message):
 _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition.__qualname__ = 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition'
 
 class _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(_Message):
-    __slots__ = ('name', 'partitions')
-    __match_args__ = ('name', 'partitions')
+    __slots__ = ('name', 'topic_id', 'partitions')
+    __match_args__ = ('name', 'topic_id', 'partitions')
     name: str
+    topic_id: uuid.UUID
     partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
 
-    def __init__(self, name: str = '', partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _FACTORY) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _FACTORY) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is _FACTORY else partitions
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.partitions) == (other.name, other.partitions)  # type: ignore[attr-defined]
+        return (self.name, self.topic_id, self.partitions) == (other.name, other.topic_id, other.partitions)  # type: ignore[attr-defined]
 _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic.__qualname__ = 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic'
 
 class TxnOffsetCommitRequest(_Message):
-    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics')
-    __match_args__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics')
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'topics')
+    __match_args__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'topics')
     API_KEY: ClassVar[int | None] = 28
     KIND: ClassVar[str] = 'request'
     transactional_id: str
     group_id: str
     producer_id: int
     producer_epoch: int
-    generation_id: int
+    generation_id_or_member_epoch: int
     member_id: str
     group_instance_id: str | None
     topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
 
-    def __init__(self, transactional_id: str = '', group_id: str = '', producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _FACTORY) -> None:
+    def __init__(self, transactional_id: str = '', group_id: str = '', producer_id: int = 0, producer_epoch: int = 0, generation_id_or_member_epoch: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _FACTORY) -> None:
         self.transactional_id = transactional_id
         self.group_id = group_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.generation_id = generation_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is _FACTORY else topics
@@ -3190,7 +3224,7 @@ class TxnOffsetCommitRequest(_Message):
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.transactional_id, self.group_id, self.producer_id, self.producer_epoch, self.generation_id, self.member_id, self.group_instance_id, self.topics) == (other.transactional_id, other.group_id, other.producer_id, other.producer_epoch, other.generation_id, other.member_id, other.group_instance_id, other.topics)  # type: ignore[attr-defined]
+        return (self.transactional_id, self.group_id, self.producer_id, self.producer_epoch, self.generation_id_or_member_epoch, self.member_id, self.group_instance_id, self.topics) == (other.transactional_id, other.group_id, other.producer_id, other.producer_epoch, other.generation_id_or_member_epoch, other.member_id, other.group_instance_id, other.topics)  # type: ignore[attr-defined]
 TxnOffsetCommitRequest.__qualname__ = 'TxnOffsetCommitRequest'
 
 TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition  # type: ignore[attr-defined]
@@ -3214,19 +3248,21 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(_Message):
 _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition.__qualname__ = 'TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition'
 
 class _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(_Message):
-    __slots__ = ('name', 'partitions')
-    __match_args__ = ('name', 'partitions')
+    __slots__ = ('name', 'topic_id', 'partitions')
+    __match_args__ = ('name', 'topic_id', 'partitions')
     name: str
+    topic_id: uuid.UUID
     partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
 
-    def __init__(self, name: str = '', partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _FACTORY) -> None:
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _FACTORY) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is _FACTORY else partitions
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.partitions) == (other.name, other.partitions)  # type: ignore[attr-defined]
+        return (self.name, self.topic_id, self.partitions) == (other.name, other.topic_id, other.partitions)  # type: ignore[attr-defined]
 _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic.__qualname__ = 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic'
 
 class TxnOffsetCommitResponse(_Message):
@@ -3952,25 +3988,27 @@ class _DescribeLogDirsResponse_DescribeLogDirsTopic(_Message):
 _DescribeLogDirsResponse_DescribeLogDirsTopic.__qualname__ = 'DescribeLogDirsResponse.DescribeLogDirsTopic'
 
 class _DescribeLogDirsResponse_DescribeLogDirsResult(_Message):
-    __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes')
-    __match_args__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes')
+    __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned')
+    __match_args__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned')
     error_code: int
     log_dir: str
     topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic]
     total_bytes: int
     usable_bytes: int
+    is_cordoned: bool
 
-    def __init__(self, error_code: int = 0, log_dir: str = '', topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = _FACTORY, total_bytes: int = -1, usable_bytes: int = -1) -> None:
+    def __init__(self, error_code: int = 0, log_dir: str = '', topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = _FACTORY, total_bytes: int = -1, usable_bytes: int = -1, is_cordoned: bool = False) -> None:
         self.error_code = error_code
         self.log_dir = log_dir
         self.topics = [] if topics is _FACTORY else topics
         self.total_bytes = total_bytes
         self.usable_bytes = usable_bytes
+        self.is_cordoned = is_cordoned
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.error_code, self.log_dir, self.topics, self.total_bytes, self.usable_bytes) == (other.error_code, other.log_dir, other.topics, other.total_bytes, other.usable_bytes)  # type: ignore[attr-defined]
+        return (self.error_code, self.log_dir, self.topics, self.total_bytes, self.usable_bytes, self.is_cordoned) == (other.error_code, other.log_dir, other.topics, other.total_bytes, other.usable_bytes, other.is_cordoned)  # type: ignore[attr-defined]
 _DescribeLogDirsResponse_DescribeLogDirsResult.__qualname__ = 'DescribeLogDirsResponse.DescribeLogDirsResult'
 
 class DescribeLogDirsResponse(_Message):
@@ -4416,19 +4454,21 @@ DeleteGroupsRequest.__qualname__ = 'DeleteGroupsRequest'
 
 
 class _DeleteGroupsResponse_DeletableGroupResult(_Message):
-    __slots__ = ('group_id', 'error_code')
-    __match_args__ = ('group_id', 'error_code')
+    __slots__ = ('group_id', 'error_code', 'error_message')
+    __match_args__ = ('group_id', 'error_code', 'error_message')
     group_id: str
     error_code: int
+    error_message: str | None
 
-    def __init__(self, group_id: str = '', error_code: int = 0) -> None:
+    def __init__(self, group_id: str = '', error_code: int = 0, error_message: str | None = None) -> None:
         self.group_id = group_id
         self.error_code = error_code
+        self.error_message = error_message
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.group_id, self.error_code) == (other.group_id, other.error_code)  # type: ignore[attr-defined]
+        return (self.group_id, self.error_code, self.error_message) == (other.group_id, other.error_code, other.error_message)  # type: ignore[attr-defined]
 _DeleteGroupsResponse_DeletableGroupResult.__qualname__ = 'DeleteGroupsResponse.DeletableGroupResult'
 
 class DeleteGroupsResponse(_Message):
@@ -4681,21 +4721,23 @@ class _AlterPartitionReassignmentsRequest_ReassignableTopic(_Message):
 _AlterPartitionReassignmentsRequest_ReassignableTopic.__qualname__ = 'AlterPartitionReassignmentsRequest.ReassignableTopic'
 
 class AlterPartitionReassignmentsRequest(_Message):
-    __slots__ = ('timeout_ms', 'topics')
-    __match_args__ = ('timeout_ms', 'topics')
+    __slots__ = ('timeout_ms', 'allow_replication_factor_change', 'topics')
+    __match_args__ = ('timeout_ms', 'allow_replication_factor_change', 'topics')
     API_KEY: ClassVar[int | None] = 45
     KIND: ClassVar[str] = 'request'
     timeout_ms: int
+    allow_replication_factor_change: bool
     topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic]
 
-    def __init__(self, timeout_ms: int = 60000, topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _FACTORY) -> None:
+    def __init__(self, timeout_ms: int = 60000, allow_replication_factor_change: bool = True, topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _FACTORY) -> None:
         self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.topics = [] if topics is _FACTORY else topics
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.timeout_ms, self.topics) == (other.timeout_ms, other.topics)  # type: ignore[attr-defined]
+        return (self.timeout_ms, self.allow_replication_factor_change, self.topics) == (other.timeout_ms, other.allow_replication_factor_change, other.topics)  # type: ignore[attr-defined]
 AlterPartitionReassignmentsRequest.__qualname__ = 'AlterPartitionReassignmentsRequest'
 
 AlterPartitionReassignmentsRequest.ReassignablePartition = _AlterPartitionReassignmentsRequest_ReassignablePartition  # type: ignore[attr-defined]
@@ -4737,17 +4779,19 @@ class _AlterPartitionReassignmentsResponse_ReassignableTopicResponse(_Message):
 _AlterPartitionReassignmentsResponse_ReassignableTopicResponse.__qualname__ = 'AlterPartitionReassignmentsResponse.ReassignableTopicResponse'
 
 class AlterPartitionReassignmentsResponse(_Message):
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses')
-    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses')
+    __slots__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses')
+    __match_args__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses')
     API_KEY: ClassVar[int | None] = 45
     KIND: ClassVar[str] = 'response'
     throttle_time_ms: int
+    allow_replication_factor_change: bool
     error_code: int
     error_message: str | None
     responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse]
 
-    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = _FACTORY) -> None:
+    def __init__(self, throttle_time_ms: int = 0, allow_replication_factor_change: bool = True, error_code: int = 0, error_message: str | None = '', responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is _FACTORY else responses
@@ -4755,7 +4799,7 @@ class AlterPartitionReassignmentsResponse(_Message):
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses) == (other.throttle_time_ms, other.error_code, other.error_message, other.responses)  # type: ignore[attr-defined]
+        return (self.throttle_time_ms, self.allow_replication_factor_change, self.error_code, self.error_message, self.responses) == (other.throttle_time_ms, other.allow_replication_factor_change, other.error_code, other.error_message, other.responses)  # type: ignore[attr-defined]
 AlterPartitionReassignmentsResponse.__qualname__ = 'AlterPartitionReassignmentsResponse'
 
 AlterPartitionReassignmentsResponse.ReassignablePartitionResponse = _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse  # type: ignore[attr-defined]
@@ -5407,29 +5451,31 @@ AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult = _AlterUserSc
 
 
 class _VoteRequest_PartitionData(_Message):
-    __slots__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset')
-    __match_args__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset')
+    __slots__ = ('partition_index', 'replica_epoch', 'replica_id', 'replica_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote')
+    __match_args__ = ('partition_index', 'replica_epoch', 'replica_id', 'replica_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote')
     partition_index: int
-    candidate_epoch: int
-    candidate_id: int
-    candidate_directory_id: uuid.UUID
+    replica_epoch: int
+    replica_id: int
+    replica_directory_id: uuid.UUID
     voter_directory_id: uuid.UUID
     last_offset_epoch: int
     last_offset: int
+    pre_vote: bool
 
-    def __init__(self, partition_index: int = 0, candidate_epoch: int = 0, candidate_id: int = 0, candidate_directory_id: uuid.UUID = ZERO_UUID, voter_directory_id: uuid.UUID = ZERO_UUID, last_offset_epoch: int = 0, last_offset: int = 0) -> None:
+    def __init__(self, partition_index: int = 0, replica_epoch: int = 0, replica_id: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, voter_directory_id: uuid.UUID = ZERO_UUID, last_offset_epoch: int = 0, last_offset: int = 0, pre_vote: bool = False) -> None:
         self.partition_index = partition_index
-        self.candidate_epoch = candidate_epoch
-        self.candidate_id = candidate_id
-        self.candidate_directory_id = candidate_directory_id
+        self.replica_epoch = replica_epoch
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
         self.voter_directory_id = voter_directory_id
         self.last_offset_epoch = last_offset_epoch
         self.last_offset = last_offset
+        self.pre_vote = pre_vote
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.partition_index, self.candidate_epoch, self.candidate_id, self.candidate_directory_id, self.voter_directory_id, self.last_offset_epoch, self.last_offset) == (other.partition_index, other.candidate_epoch, other.candidate_id, other.candidate_directory_id, other.voter_directory_id, other.last_offset_epoch, other.last_offset)  # type: ignore[attr-defined]
+        return (self.partition_index, self.replica_epoch, self.replica_id, self.replica_directory_id, self.voter_directory_id, self.last_offset_epoch, self.last_offset, self.pre_vote) == (other.partition_index, other.replica_epoch, other.replica_id, other.replica_directory_id, other.voter_directory_id, other.last_offset_epoch, other.last_offset, other.pre_vote)  # type: ignore[attr-defined]
 _VoteRequest_PartitionData.__qualname__ = 'VoteRequest.PartitionData'
 
 class _VoteRequest_TopicData(_Message):
@@ -6549,42 +6595,46 @@ FetchSnapshotResponse.NodeEndpoint = _FetchSnapshotResponse_NodeEndpoint  # type
 
 
 class DescribeClusterRequest(_Message):
-    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type')
-    __match_args__ = ('include_cluster_authorized_operations', 'endpoint_type')
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers')
+    __match_args__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers')
     API_KEY: ClassVar[int | None] = 60
     KIND: ClassVar[str] = 'request'
     include_cluster_authorized_operations: bool
     endpoint_type: int
+    include_fenced_brokers: bool
 
-    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1) -> None:
+    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.include_cluster_authorized_operations, self.endpoint_type) == (other.include_cluster_authorized_operations, other.endpoint_type)  # type: ignore[attr-defined]
+        return (self.include_cluster_authorized_operations, self.endpoint_type, self.include_fenced_brokers) == (other.include_cluster_authorized_operations, other.endpoint_type, other.include_fenced_brokers)  # type: ignore[attr-defined]
 DescribeClusterRequest.__qualname__ = 'DescribeClusterRequest'
 
 
 class _DescribeClusterResponse_DescribeClusterBroker(_Message):
-    __slots__ = ('broker_id', 'host', 'port', 'rack')
-    __match_args__ = ('broker_id', 'host', 'port', 'rack')
+    __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced')
+    __match_args__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced')
     broker_id: int
     host: str
     port: int
     rack: str | None
+    is_fenced: bool
 
-    def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None) -> None:
+    def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, is_fenced: bool = False) -> None:
         self.broker_id = broker_id
         self.host = host
         self.port = port
         self.rack = rack
+        self.is_fenced = is_fenced
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.broker_id, self.host, self.port, self.rack) == (other.broker_id, other.host, other.port, other.rack)  # type: ignore[attr-defined]
+        return (self.broker_id, self.host, self.port, self.rack, self.is_fenced) == (other.broker_id, other.host, other.port, other.rack, other.is_fenced)  # type: ignore[attr-defined]
 _DescribeClusterResponse_DescribeClusterBroker.__qualname__ = 'DescribeClusterResponse.DescribeClusterBroker'
 
 class DescribeClusterResponse(_Message):
@@ -6834,8 +6884,8 @@ BrokerRegistrationResponse.__qualname__ = 'BrokerRegistrationResponse'
 
 
 class BrokerHeartbeatRequest(_Message):
-    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs')
-    __match_args__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs')
+    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'cordoned_log_dirs')
+    __match_args__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'cordoned_log_dirs')
     API_KEY: ClassVar[int | None] = 63
     KIND: ClassVar[str] = 'request'
     broker_id: int
@@ -6844,19 +6894,21 @@ class BrokerHeartbeatRequest(_Message):
     want_fence: bool
     want_shut_down: bool
     offline_log_dirs: list[uuid.UUID]
+    cordoned_log_dirs: list[uuid.UUID] | None
 
-    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] = _FACTORY) -> None:
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] = _FACTORY, cordoned_log_dirs: list[uuid.UUID] | None = None) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.current_metadata_offset = current_metadata_offset
         self.want_fence = want_fence
         self.want_shut_down = want_shut_down
         self.offline_log_dirs = [] if offline_log_dirs is _FACTORY else offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down, self.offline_log_dirs) == (other.broker_id, other.broker_epoch, other.current_metadata_offset, other.want_fence, other.want_shut_down, other.offline_log_dirs)  # type: ignore[attr-defined]
+        return (self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down, self.offline_log_dirs, self.cordoned_log_dirs) == (other.broker_id, other.broker_epoch, other.current_metadata_offset, other.want_fence, other.want_shut_down, other.offline_log_dirs, other.cordoned_log_dirs)  # type: ignore[attr-defined]
 BrokerHeartbeatRequest.__qualname__ = 'BrokerHeartbeatRequest'
 
 
@@ -7007,23 +7059,25 @@ DescribeTransactionsResponse.TransactionState = _DescribeTransactionsResponse_Tr
 
 
 class ListTransactionsRequest(_Message):
-    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter')
-    __match_args__ = ('state_filters', 'producer_id_filters', 'duration_filter')
+    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern')
+    __match_args__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern')
     API_KEY: ClassVar[int | None] = 66
     KIND: ClassVar[str] = 'request'
     state_filters: list[str]
     producer_id_filters: list[int]
     duration_filter: int
+    transactional_id_pattern: str | None
 
-    def __init__(self, state_filters: list[str] = _FACTORY, producer_id_filters: list[int] = _FACTORY, duration_filter: int = -1) -> None:
+    def __init__(self, state_filters: list[str] = _FACTORY, producer_id_filters: list[int] = _FACTORY, duration_filter: int = -1, transactional_id_pattern: str | None = None) -> None:
         self.state_filters = [] if state_filters is _FACTORY else state_filters
         self.producer_id_filters = [] if producer_id_filters is _FACTORY else producer_id_filters
         self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.state_filters, self.producer_id_filters, self.duration_filter) == (other.state_filters, other.producer_id_filters, other.duration_filter)  # type: ignore[attr-defined]
+        return (self.state_filters, self.producer_id_filters, self.duration_filter, self.transactional_id_pattern) == (other.state_filters, other.producer_id_filters, other.duration_filter, other.transactional_id_pattern)  # type: ignore[attr-defined]
 ListTransactionsRequest.__qualname__ = 'ListTransactionsRequest'
 
 
@@ -7279,8 +7333,8 @@ class _ConsumerGroupDescribeResponse_Assignment(_Message):
 _ConsumerGroupDescribeResponse_Assignment.__qualname__ = 'ConsumerGroupDescribeResponse.Assignment'
 
 class _ConsumerGroupDescribeResponse_Member(_Message):
-    __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment')
-    __match_args__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment')
+    __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type')
+    __match_args__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type')
     member_id: str
     instance_id: str | None
     rack_id: str | None
@@ -7291,8 +7345,9 @@ class _ConsumerGroupDescribeResponse_Member(_Message):
     subscribed_topic_regex: str | None
     assignment: ConsumerGroupDescribeResponse.Assignment
     target_assignment: ConsumerGroupDescribeResponse.Assignment
+    member_type: int
 
-    def __init__(self, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FACTORY, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment = _FACTORY, target_assignment: ConsumerGroupDescribeResponse.Assignment = _FACTORY) -> None:
+    def __init__(self, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FACTORY, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment = _FACTORY, target_assignment: ConsumerGroupDescribeResponse.Assignment = _FACTORY, member_type: int = -1) -> None:
         self.member_id = member_id
         self.instance_id = instance_id
         self.rack_id = rack_id
@@ -7303,11 +7358,12 @@ class _ConsumerGroupDescribeResponse_Member(_Message):
         self.subscribed_topic_regex = subscribed_topic_regex
         self.assignment = _ConsumerGroupDescribeResponse_Assignment() if assignment is _FACTORY else assignment
         self.target_assignment = _ConsumerGroupDescribeResponse_Assignment() if target_assignment is _FACTORY else target_assignment
+        self.member_type = member_type
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.member_id, self.instance_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.assignment, self.target_assignment) == (other.member_id, other.instance_id, other.rack_id, other.member_epoch, other.client_id, other.client_host, other.subscribed_topic_names, other.subscribed_topic_regex, other.assignment, other.target_assignment)  # type: ignore[attr-defined]
+        return (self.member_id, self.instance_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.assignment, self.target_assignment, self.member_type) == (other.member_id, other.instance_id, other.rack_id, other.member_epoch, other.client_id, other.client_host, other.subscribed_topic_names, other.subscribed_topic_regex, other.assignment, other.target_assignment, other.member_type)  # type: ignore[attr-defined]
 _ConsumerGroupDescribeResponse_Member.__qualname__ = 'ConsumerGroupDescribeResponse.Member'
 
 class _ConsumerGroupDescribeResponse_DescribedGroup(_Message):
@@ -7689,49 +7745,60 @@ AssignReplicasToDirsResponse.TopicData = _AssignReplicasToDirsResponse_TopicData
 AssignReplicasToDirsResponse.DirectoryData = _AssignReplicasToDirsResponse_DirectoryData  # type: ignore[attr-defined]
 
 
-class ListClientMetricsResourcesRequest(_Message):
-    __slots__ = ()
-    __match_args__ = ()
+class ListConfigResourcesRequest(_Message):
+    __slots__ = ('resource_types',)
+    __match_args__ = ('resource_types',)
     API_KEY: ClassVar[int | None] = 74
     KIND: ClassVar[str] = 'request'
-ListClientMetricsResourcesRequest.__qualname__ = 'ListClientMetricsResourcesRequest'
+    resource_types: list[int]
 
-
-class _ListClientMetricsResourcesResponse_ClientMetricsResource(_Message):
-    __slots__ = ('name',)
-    __match_args__ = ('name',)
-    name: str
-
-    def __init__(self, name: str = '') -> None:
-        self.name = name
+    def __init__(self, resource_types: list[int] = _FACTORY) -> None:
+        self.resource_types = [] if resource_types is _FACTORY else resource_types
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name,) == (other.name,)  # type: ignore[attr-defined]
-_ListClientMetricsResourcesResponse_ClientMetricsResource.__qualname__ = 'ListClientMetricsResourcesResponse.ClientMetricsResource'
+        return (self.resource_types,) == (other.resource_types,)  # type: ignore[attr-defined]
+ListConfigResourcesRequest.__qualname__ = 'ListConfigResourcesRequest'
 
-class ListClientMetricsResourcesResponse(_Message):
-    __slots__ = ('throttle_time_ms', 'error_code', 'client_metrics_resources')
-    __match_args__ = ('throttle_time_ms', 'error_code', 'client_metrics_resources')
+
+class _ListConfigResourcesResponse_ConfigResource(_Message):
+    __slots__ = ('resource_name', 'resource_type')
+    __match_args__ = ('resource_name', 'resource_type')
+    resource_name: str
+    resource_type: int
+
+    def __init__(self, resource_name: str = '', resource_type: int = 16) -> None:
+        self.resource_name = resource_name
+        self.resource_type = resource_type
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.resource_name, self.resource_type) == (other.resource_name, other.resource_type)  # type: ignore[attr-defined]
+_ListConfigResourcesResponse_ConfigResource.__qualname__ = 'ListConfigResourcesResponse.ConfigResource'
+
+class ListConfigResourcesResponse(_Message):
+    __slots__ = ('throttle_time_ms', 'error_code', 'config_resources')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'config_resources')
     API_KEY: ClassVar[int | None] = 74
     KIND: ClassVar[str] = 'response'
     throttle_time_ms: int
     error_code: int
-    client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource]
+    config_resources: list[ListConfigResourcesResponse.ConfigResource]
 
-    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] = _FACTORY) -> None:
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, config_resources: list[ListConfigResourcesResponse.ConfigResource] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.client_metrics_resources = [] if client_metrics_resources is _FACTORY else client_metrics_resources
+        self.config_resources = [] if config_resources is _FACTORY else config_resources
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.client_metrics_resources) == (other.throttle_time_ms, other.error_code, other.client_metrics_resources)  # type: ignore[attr-defined]
-ListClientMetricsResourcesResponse.__qualname__ = 'ListClientMetricsResourcesResponse'
+        return (self.throttle_time_ms, self.error_code, self.config_resources) == (other.throttle_time_ms, other.error_code, other.config_resources)  # type: ignore[attr-defined]
+ListConfigResourcesResponse.__qualname__ = 'ListConfigResourcesResponse'
 
-ListClientMetricsResourcesResponse.ClientMetricsResource = _ListClientMetricsResourcesResponse_ClientMetricsResource  # type: ignore[attr-defined]
+ListConfigResourcesResponse.ConfigResource = _ListConfigResourcesResponse_ConfigResource  # type: ignore[attr-defined]
 
 
 class _DescribeTopicPartitionsRequest_TopicRequest(_Message):
@@ -8170,8 +8237,8 @@ class _ShareFetchRequest_ForgottenTopic(_Message):
 _ShareFetchRequest_ForgottenTopic.__qualname__ = 'ShareFetchRequest.ForgottenTopic'
 
 class ShareFetchRequest(_Message):
-    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'topics', 'forgotten_topics_data')
-    __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'topics', 'forgotten_topics_data')
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data')
+    __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data')
     API_KEY: ClassVar[int | None] = 78
     KIND: ClassVar[str] = 'request'
     group_id: str | None
@@ -8180,23 +8247,31 @@ class ShareFetchRequest(_Message):
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
+    max_records: int
+    batch_size: int
+    share_acquire_mode: int
+    is_renew_ack: bool
     topics: list[ShareFetchRequest.FetchTopic]
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
 
-    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, topics: list[ShareFetchRequest.FetchTopic] = _FACTORY, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _FACTORY) -> None:
+    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, share_acquire_mode: int = 0, is_renew_ack: bool = False, topics: list[ShareFetchRequest.FetchTopic] = _FACTORY, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _FACTORY) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
+        self.max_records = max_records
+        self.batch_size = batch_size
+        self.share_acquire_mode = share_acquire_mode
+        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _FACTORY else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is _FACTORY else forgotten_topics_data
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.group_id, self.member_id, self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.topics, self.forgotten_topics_data) == (other.group_id, other.member_id, other.share_session_epoch, other.max_wait_ms, other.min_bytes, other.max_bytes, other.topics, other.forgotten_topics_data)  # type: ignore[attr-defined]
+        return (self.group_id, self.member_id, self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.max_records, self.batch_size, self.share_acquire_mode, self.is_renew_ack, self.topics, self.forgotten_topics_data) == (other.group_id, other.member_id, other.share_session_epoch, other.max_wait_ms, other.min_bytes, other.max_bytes, other.max_records, other.batch_size, other.share_acquire_mode, other.is_renew_ack, other.topics, other.forgotten_topics_data)  # type: ignore[attr-defined]
 ShareFetchRequest.__qualname__ = 'ShareFetchRequest'
 
 ShareFetchRequest.AcknowledgementBatch = _ShareFetchRequest_AcknowledgementBatch  # type: ignore[attr-defined]
@@ -8304,27 +8379,29 @@ class _ShareFetchResponse_NodeEndpoint(_Message):
 _ShareFetchResponse_NodeEndpoint.__qualname__ = 'ShareFetchResponse.NodeEndpoint'
 
 class ShareFetchResponse(_Message):
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints')
-    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints')
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints')
     API_KEY: ClassVar[int | None] = 78
     KIND: ClassVar[str] = 'response'
     throttle_time_ms: int
     error_code: int
     error_message: str | None
+    acquisition_lock_timeout_ms: int
     responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
     node_endpoints: list[ShareFetchResponse.NodeEndpoint]
 
-    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = _FACTORY, node_endpoints: list[ShareFetchResponse.NodeEndpoint] = _FACTORY) -> None:
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = _FACTORY, node_endpoints: list[ShareFetchResponse.NodeEndpoint] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _FACTORY else responses
         self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses, self.node_endpoints) == (other.throttle_time_ms, other.error_code, other.error_message, other.responses, other.node_endpoints)  # type: ignore[attr-defined]
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.acquisition_lock_timeout_ms, self.responses, self.node_endpoints) == (other.throttle_time_ms, other.error_code, other.error_message, other.acquisition_lock_timeout_ms, other.responses, other.node_endpoints)  # type: ignore[attr-defined]
 ShareFetchResponse.__qualname__ = 'ShareFetchResponse'
 
 ShareFetchResponse.LeaderIdAndEpoch = _ShareFetchResponse_LeaderIdAndEpoch  # type: ignore[attr-defined]
@@ -8385,25 +8462,27 @@ class _ShareAcknowledgeRequest_AcknowledgeTopic(_Message):
 _ShareAcknowledgeRequest_AcknowledgeTopic.__qualname__ = 'ShareAcknowledgeRequest.AcknowledgeTopic'
 
 class ShareAcknowledgeRequest(_Message):
-    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics')
-    __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'topics')
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics')
+    __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics')
     API_KEY: ClassVar[int | None] = 79
     KIND: ClassVar[str] = 'request'
     group_id: str | None
     member_id: str | None
     share_session_epoch: int
+    is_renew_ack: bool
     topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
 
-    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _FACTORY) -> None:
+    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, is_renew_ack: bool = False, topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _FACTORY) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
+        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _FACTORY else topics
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.group_id, self.member_id, self.share_session_epoch, self.topics) == (other.group_id, other.member_id, other.share_session_epoch, other.topics)  # type: ignore[attr-defined]
+        return (self.group_id, self.member_id, self.share_session_epoch, self.is_renew_ack, self.topics) == (other.group_id, other.member_id, other.share_session_epoch, other.is_renew_ack, other.topics)  # type: ignore[attr-defined]
 ShareAcknowledgeRequest.__qualname__ = 'ShareAcknowledgeRequest'
 
 ShareAcknowledgeRequest.AcknowledgementBatch = _ShareAcknowledgeRequest_AcknowledgementBatch  # type: ignore[attr-defined]
@@ -8484,27 +8563,29 @@ class _ShareAcknowledgeResponse_NodeEndpoint(_Message):
 _ShareAcknowledgeResponse_NodeEndpoint.__qualname__ = 'ShareAcknowledgeResponse.NodeEndpoint'
 
 class ShareAcknowledgeResponse(_Message):
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints')
-    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints')
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints')
     API_KEY: ClassVar[int | None] = 79
     KIND: ClassVar[str] = 'response'
     throttle_time_ms: int
     error_code: int
     error_message: str | None
+    acquisition_lock_timeout_ms: int
     responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse]
     node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint]
 
-    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _FACTORY, node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _FACTORY) -> None:
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _FACTORY, node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _FACTORY else responses
         self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses, self.node_endpoints) == (other.throttle_time_ms, other.error_code, other.error_message, other.responses, other.node_endpoints)  # type: ignore[attr-defined]
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.acquisition_lock_timeout_ms, self.responses, self.node_endpoints) == (other.throttle_time_ms, other.error_code, other.error_message, other.acquisition_lock_timeout_ms, other.responses, other.node_endpoints)  # type: ignore[attr-defined]
 ShareAcknowledgeResponse.__qualname__ = 'ShareAcknowledgeResponse'
 
 ShareAcknowledgeResponse.LeaderIdAndEpoch = _ShareAcknowledgeResponse_LeaderIdAndEpoch  # type: ignore[attr-defined]
@@ -8532,8 +8613,8 @@ class _AddRaftVoterRequest_Listener(_Message):
 _AddRaftVoterRequest_Listener.__qualname__ = 'AddRaftVoterRequest.Listener'
 
 class AddRaftVoterRequest(_Message):
-    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners')
-    __match_args__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners')
+    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'ack_when_committed')
+    __match_args__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'ack_when_committed')
     API_KEY: ClassVar[int | None] = 80
     KIND: ClassVar[str] = 'request'
     cluster_id: str | None
@@ -8541,18 +8622,20 @@ class AddRaftVoterRequest(_Message):
     voter_id: int
     voter_directory_id: uuid.UUID
     listeners: list[AddRaftVoterRequest.Listener]
+    ack_when_committed: bool
 
-    def __init__(self, cluster_id: str | None = '', timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, listeners: list[AddRaftVoterRequest.Listener] = _FACTORY) -> None:
+    def __init__(self, cluster_id: str | None = '', timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, listeners: list[AddRaftVoterRequest.Listener] = _FACTORY, ack_when_committed: bool = True) -> None:
         self.cluster_id = cluster_id
         self.timeout_ms = timeout_ms
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
         self.listeners = [] if listeners is _FACTORY else listeners
+        self.ack_when_committed = ack_when_committed
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.cluster_id, self.timeout_ms, self.voter_id, self.voter_directory_id, self.listeners) == (other.cluster_id, other.timeout_ms, other.voter_id, other.voter_directory_id, other.listeners)  # type: ignore[attr-defined]
+        return (self.cluster_id, self.timeout_ms, self.voter_id, self.voter_directory_id, self.listeners, self.ack_when_committed) == (other.cluster_id, other.timeout_ms, other.voter_id, other.voter_directory_id, other.listeners, other.ack_when_committed)  # type: ignore[attr-defined]
 AddRaftVoterRequest.__qualname__ = 'AddRaftVoterRequest'
 
 AddRaftVoterRequest.Listener = _AddRaftVoterRequest_Listener  # type: ignore[attr-defined]
@@ -8994,25 +9077,27 @@ class _WriteShareGroupStateRequest_StateBatch(_Message):
 _WriteShareGroupStateRequest_StateBatch.__qualname__ = 'WriteShareGroupStateRequest.StateBatch'
 
 class _WriteShareGroupStateRequest_PartitionData(_Message):
-    __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'state_batches')
-    __match_args__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'state_batches')
+    __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches')
+    __match_args__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches')
     partition: int
     state_epoch: int
     leader_epoch: int
     start_offset: int
+    delivery_complete_count: int
     state_batches: list[WriteShareGroupStateRequest.StateBatch]
 
-    def __init__(self, partition: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, state_batches: list[WriteShareGroupStateRequest.StateBatch] = _FACTORY) -> None:
+    def __init__(self, partition: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, state_batches: list[WriteShareGroupStateRequest.StateBatch] = _FACTORY) -> None:
         self.partition = partition
         self.state_epoch = state_epoch
         self.leader_epoch = leader_epoch
         self.start_offset = start_offset
+        self.delivery_complete_count = delivery_complete_count
         self.state_batches = [] if state_batches is _FACTORY else state_batches
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.partition, self.state_epoch, self.leader_epoch, self.start_offset, self.state_batches) == (other.partition, other.state_epoch, other.leader_epoch, other.start_offset, other.state_batches)  # type: ignore[attr-defined]
+        return (self.partition, self.state_epoch, self.leader_epoch, self.start_offset, self.delivery_complete_count, self.state_batches) == (other.partition, other.state_epoch, other.leader_epoch, other.start_offset, other.delivery_complete_count, other.state_batches)  # type: ignore[attr-defined]
 _WriteShareGroupStateRequest_PartitionData.__qualname__ = 'WriteShareGroupStateRequest.PartitionData'
 
 class _WriteShareGroupStateRequest_WriteStateData(_Message):
@@ -9269,25 +9354,29 @@ ReadShareGroupStateSummaryRequest.ReadStateSummaryData = _ReadShareGroupStateSum
 
 
 class _ReadShareGroupStateSummaryResponse_PartitionResult(_Message):
-    __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset')
-    __match_args__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset')
+    __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count')
+    __match_args__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count')
     partition: int
     error_code: int
     error_message: str | None
     state_epoch: int
+    leader_epoch: int
     start_offset: int
+    delivery_complete_count: int
 
-    def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, start_offset: int = 0) -> None:
+    def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1) -> None:
         self.partition = partition
         self.error_code = error_code
         self.error_message = error_message
         self.state_epoch = state_epoch
+        self.leader_epoch = leader_epoch
         self.start_offset = start_offset
+        self.delivery_complete_count = delivery_complete_count
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.partition, self.error_code, self.error_message, self.state_epoch, self.start_offset) == (other.partition, other.error_code, other.error_message, other.state_epoch, other.start_offset)  # type: ignore[attr-defined]
+        return (self.partition, self.error_code, self.error_message, self.state_epoch, self.leader_epoch, self.start_offset, self.delivery_complete_count) == (other.partition, other.error_code, other.error_message, other.state_epoch, other.leader_epoch, other.start_offset, other.delivery_complete_count)  # type: ignore[attr-defined]
 _ReadShareGroupStateSummaryResponse_PartitionResult.__qualname__ = 'ReadShareGroupStateSummaryResponse.PartitionResult'
 
 class _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(_Message):
@@ -9326,160 +9415,1567 @@ ReadShareGroupStateSummaryResponse.PartitionResult = _ReadShareGroupStateSummary
 ReadShareGroupStateSummaryResponse.ReadStateSummaryResult = _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult  # type: ignore[attr-defined]
 
 
-class ConsumerGroupCurrentMemberAssignmentKey(_Message):
-    __slots__ = ('group_id', 'member_id')
-    __match_args__ = ('group_id', 'member_id')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group_id: str
-    member_id: str
+class _StreamsGroupHeartbeatRequest_KeyValue(_Message):
+    __slots__ = ('key', 'value')
+    __match_args__ = ('key', 'value')
+    key: str
+    value: str
 
-    def __init__(self, group_id: str = '', member_id: str = '') -> None:
-        self.group_id = group_id
-        self.member_id = member_id
+    def __init__(self, key: str = '', value: str = '') -> None:
+        self.key = key
+        self.value = value
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
-ConsumerGroupCurrentMemberAssignmentKey.__qualname__ = 'ConsumerGroupCurrentMemberAssignmentKey'
+        return (self.key, self.value) == (other.key, other.value)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatRequest_KeyValue.__qualname__ = 'StreamsGroupHeartbeatRequest.KeyValue'
 
+class _StreamsGroupHeartbeatRequest_TopicInfo(_Message):
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
+    __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: list[StreamsGroupHeartbeatRequest.KeyValue]
 
-class _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(_Message):
-    __slots__ = ('topic_id', 'partitions')
-    __match_args__ = ('topic_id', 'partitions')
-    topic_id: uuid.UUID
+    def __init__(self, name: str = '', partitions: int = 0, replication_factor: int = 0, topic_configs: list[StreamsGroupHeartbeatRequest.KeyValue] = _FACTORY) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is _FACTORY else topic_configs
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.partitions, self.replication_factor, self.topic_configs) == (other.name, other.partitions, other.replication_factor, other.topic_configs)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatRequest_TopicInfo.__qualname__ = 'StreamsGroupHeartbeatRequest.TopicInfo'
+
+class _StreamsGroupHeartbeatRequest_CopartitionGroup(_Message):
+    __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics')
+    __match_args__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics')
+    source_topics: list[int]
+    source_topic_regex: list[int]
+    repartition_source_topics: list[int]
+
+    def __init__(self, source_topics: list[int] = _FACTORY, source_topic_regex: list[int] = _FACTORY, repartition_source_topics: list[int] = _FACTORY) -> None:
+        self.source_topics = [] if source_topics is _FACTORY else source_topics
+        self.source_topic_regex = [] if source_topic_regex is _FACTORY else source_topic_regex
+        self.repartition_source_topics = [] if repartition_source_topics is _FACTORY else repartition_source_topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.source_topics, self.source_topic_regex, self.repartition_source_topics) == (other.source_topics, other.source_topic_regex, other.repartition_source_topics)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatRequest_CopartitionGroup.__qualname__ = 'StreamsGroupHeartbeatRequest.CopartitionGroup'
+
+class _StreamsGroupHeartbeatRequest_Subtopology(_Message):
+    __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups')
+    __match_args__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups')
+    subtopology_id: str
+    source_topics: list[str]
+    source_topic_regex: list[str]
+    state_changelog_topics: list[StreamsGroupHeartbeatRequest.TopicInfo]
+    repartition_sink_topics: list[str]
+    repartition_source_topics: list[StreamsGroupHeartbeatRequest.TopicInfo]
+    copartition_groups: list[StreamsGroupHeartbeatRequest.CopartitionGroup]
+
+    def __init__(self, subtopology_id: str = '', source_topics: list[str] = _FACTORY, source_topic_regex: list[str] = _FACTORY, state_changelog_topics: list[StreamsGroupHeartbeatRequest.TopicInfo] = _FACTORY, repartition_sink_topics: list[str] = _FACTORY, repartition_source_topics: list[StreamsGroupHeartbeatRequest.TopicInfo] = _FACTORY, copartition_groups: list[StreamsGroupHeartbeatRequest.CopartitionGroup] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is _FACTORY else source_topics
+        self.source_topic_regex = [] if source_topic_regex is _FACTORY else source_topic_regex
+        self.state_changelog_topics = [] if state_changelog_topics is _FACTORY else state_changelog_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is _FACTORY else repartition_sink_topics
+        self.repartition_source_topics = [] if repartition_source_topics is _FACTORY else repartition_source_topics
+        self.copartition_groups = [] if copartition_groups is _FACTORY else copartition_groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.source_topics, self.source_topic_regex, self.state_changelog_topics, self.repartition_sink_topics, self.repartition_source_topics, self.copartition_groups) == (other.subtopology_id, other.source_topics, other.source_topic_regex, other.state_changelog_topics, other.repartition_sink_topics, other.repartition_source_topics, other.copartition_groups)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatRequest_Subtopology.__qualname__ = 'StreamsGroupHeartbeatRequest.Subtopology'
+
+class _StreamsGroupHeartbeatRequest_Topology(_Message):
+    __slots__ = ('epoch', 'subtopologies')
+    __match_args__ = ('epoch', 'subtopologies')
+    epoch: int
+    subtopologies: list[StreamsGroupHeartbeatRequest.Subtopology]
+
+    def __init__(self, epoch: int = 0, subtopologies: list[StreamsGroupHeartbeatRequest.Subtopology] = _FACTORY) -> None:
+        self.epoch = epoch
+        self.subtopologies = [] if subtopologies is _FACTORY else subtopologies
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.epoch, self.subtopologies) == (other.epoch, other.subtopologies)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatRequest_Topology.__qualname__ = 'StreamsGroupHeartbeatRequest.Topology'
+
+class _StreamsGroupHeartbeatRequest_TaskIds(_Message):
+    __slots__ = ('subtopology_id', 'partitions')
+    __match_args__ = ('subtopology_id', 'partitions')
+    subtopology_id: str
     partitions: list[int]
 
-    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
+    def __init__(self, subtopology_id: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.partitions) == (other.subtopology_id, other.partitions)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatRequest_TaskIds.__qualname__ = 'StreamsGroupHeartbeatRequest.TaskIds'
+
+class _StreamsGroupHeartbeatRequest_Endpoint(_Message):
+    __slots__ = ('host', 'port')
+    __match_args__ = ('host', 'port')
+    host: str
+    port: int
+
+    def __init__(self, host: str = '', port: int = 0) -> None:
+        self.host = host
+        self.port = port
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.host, self.port) == (other.host, other.port)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatRequest_Endpoint.__qualname__ = 'StreamsGroupHeartbeatRequest.Endpoint'
+
+class _StreamsGroupHeartbeatRequest_TaskOffset(_Message):
+    __slots__ = ('subtopology_id', 'partition', 'offset')
+    __match_args__ = ('subtopology_id', 'partition', 'offset')
+    subtopology_id: str
+    partition: int
+    offset: int
+
+    def __init__(self, subtopology_id: str = '', partition: int = 0, offset: int = 0) -> None:
+        self.subtopology_id = subtopology_id
+        self.partition = partition
+        self.offset = offset
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.partition, self.offset) == (other.subtopology_id, other.partition, other.offset)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatRequest_TaskOffset.__qualname__ = 'StreamsGroupHeartbeatRequest.TaskOffset'
+
+class StreamsGroupHeartbeatRequest(_Message):
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application')
+    __match_args__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application')
+    API_KEY: ClassVar[int | None] = 88
+    KIND: ClassVar[str] = 'request'
+    group_id: str
+    member_id: str
+    member_epoch: int
+    endpoint_information_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    topology: StreamsGroupHeartbeatRequest.Topology | None
+    active_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None
+    standby_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None
+    warmup_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None
+    process_id: str | None
+    user_endpoint: StreamsGroupHeartbeatRequest.Endpoint | None
+    client_tags: list[StreamsGroupHeartbeatRequest.KeyValue] | None
+    task_offsets: list[StreamsGroupHeartbeatRequest.TaskOffset] | None
+    task_end_offsets: list[StreamsGroupHeartbeatRequest.TaskOffset] | None
+    shutdown_application: bool
+
+    def __init__(self, group_id: str = '', member_id: str = '', member_epoch: int = 0, endpoint_information_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, topology: StreamsGroupHeartbeatRequest.Topology | None = None, active_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None = None, standby_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None = None, warmup_tasks: list[StreamsGroupHeartbeatRequest.TaskIds] | None = None, process_id: str | None = None, user_endpoint: StreamsGroupHeartbeatRequest.Endpoint | None = None, client_tags: list[StreamsGroupHeartbeatRequest.KeyValue] | None = None, task_offsets: list[StreamsGroupHeartbeatRequest.TaskOffset] | None = None, task_end_offsets: list[StreamsGroupHeartbeatRequest.TaskOffset] | None = None, shutdown_application: bool = False) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.endpoint_information_epoch = endpoint_information_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.topology = topology
+        self.active_tasks = active_tasks
+        self.standby_tasks = standby_tasks
+        self.warmup_tasks = warmup_tasks
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = client_tags
+        self.task_offsets = task_offsets
+        self.task_end_offsets = task_end_offsets
+        self.shutdown_application = shutdown_application
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id, self.member_epoch, self.endpoint_information_epoch, self.instance_id, self.rack_id, self.rebalance_timeout_ms, self.topology, self.active_tasks, self.standby_tasks, self.warmup_tasks, self.process_id, self.user_endpoint, self.client_tags, self.task_offsets, self.task_end_offsets, self.shutdown_application) == (other.group_id, other.member_id, other.member_epoch, other.endpoint_information_epoch, other.instance_id, other.rack_id, other.rebalance_timeout_ms, other.topology, other.active_tasks, other.standby_tasks, other.warmup_tasks, other.process_id, other.user_endpoint, other.client_tags, other.task_offsets, other.task_end_offsets, other.shutdown_application)  # type: ignore[attr-defined]
+StreamsGroupHeartbeatRequest.__qualname__ = 'StreamsGroupHeartbeatRequest'
+
+StreamsGroupHeartbeatRequest.KeyValue = _StreamsGroupHeartbeatRequest_KeyValue  # type: ignore[attr-defined]
+StreamsGroupHeartbeatRequest.TopicInfo = _StreamsGroupHeartbeatRequest_TopicInfo  # type: ignore[attr-defined]
+StreamsGroupHeartbeatRequest.CopartitionGroup = _StreamsGroupHeartbeatRequest_CopartitionGroup  # type: ignore[attr-defined]
+StreamsGroupHeartbeatRequest.Subtopology = _StreamsGroupHeartbeatRequest_Subtopology  # type: ignore[attr-defined]
+StreamsGroupHeartbeatRequest.Topology = _StreamsGroupHeartbeatRequest_Topology  # type: ignore[attr-defined]
+StreamsGroupHeartbeatRequest.TaskIds = _StreamsGroupHeartbeatRequest_TaskIds  # type: ignore[attr-defined]
+StreamsGroupHeartbeatRequest.Endpoint = _StreamsGroupHeartbeatRequest_Endpoint  # type: ignore[attr-defined]
+StreamsGroupHeartbeatRequest.TaskOffset = _StreamsGroupHeartbeatRequest_TaskOffset  # type: ignore[attr-defined]
+
+
+class _StreamsGroupHeartbeatResponse_Status(_Message):
+    __slots__ = ('status_code', 'status_detail')
+    __match_args__ = ('status_code', 'status_detail')
+    status_code: int
+    status_detail: str
+
+    def __init__(self, status_code: int = 0, status_detail: str = '') -> None:
+        self.status_code = status_code
+        self.status_detail = status_detail
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.status_code, self.status_detail) == (other.status_code, other.status_detail)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatResponse_Status.__qualname__ = 'StreamsGroupHeartbeatResponse.Status'
+
+class _StreamsGroupHeartbeatResponse_TaskIds(_Message):
+    __slots__ = ('subtopology_id', 'partitions')
+    __match_args__ = ('subtopology_id', 'partitions')
+    subtopology_id: str
+    partitions: list[int]
+
+    def __init__(self, subtopology_id: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.partitions) == (other.subtopology_id, other.partitions)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatResponse_TaskIds.__qualname__ = 'StreamsGroupHeartbeatResponse.TaskIds'
+
+class _StreamsGroupHeartbeatResponse_Endpoint(_Message):
+    __slots__ = ('host', 'port')
+    __match_args__ = ('host', 'port')
+    host: str
+    port: int
+
+    def __init__(self, host: str = '', port: int = 0) -> None:
+        self.host = host
+        self.port = port
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.host, self.port) == (other.host, other.port)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatResponse_Endpoint.__qualname__ = 'StreamsGroupHeartbeatResponse.Endpoint'
+
+class _StreamsGroupHeartbeatResponse_TopicPartition(_Message):
+    __slots__ = ('topic', 'partitions')
+    __match_args__ = ('topic', 'partitions')
+    topic: str
+    partitions: list[int]
+
+    def __init__(self, topic: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic, self.partitions) == (other.topic, other.partitions)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatResponse_TopicPartition.__qualname__ = 'StreamsGroupHeartbeatResponse.TopicPartition'
+
+class _StreamsGroupHeartbeatResponse_EndpointToPartitions(_Message):
+    __slots__ = ('user_endpoint', 'active_partitions', 'standby_partitions')
+    __match_args__ = ('user_endpoint', 'active_partitions', 'standby_partitions')
+    user_endpoint: StreamsGroupHeartbeatResponse.Endpoint
+    active_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition]
+    standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition]
+
+    def __init__(self, user_endpoint: StreamsGroupHeartbeatResponse.Endpoint = _FACTORY, active_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = _FACTORY, standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = _FACTORY) -> None:
+        self.user_endpoint = _StreamsGroupHeartbeatResponse_Endpoint() if user_endpoint is _FACTORY else user_endpoint
+        self.active_partitions = [] if active_partitions is _FACTORY else active_partitions
+        self.standby_partitions = [] if standby_partitions is _FACTORY else standby_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.user_endpoint, self.active_partitions, self.standby_partitions) == (other.user_endpoint, other.active_partitions, other.standby_partitions)  # type: ignore[attr-defined]
+_StreamsGroupHeartbeatResponse_EndpointToPartitions.__qualname__ = 'StreamsGroupHeartbeatResponse.EndpointToPartitions'
+
+class StreamsGroupHeartbeatResponse(_Message):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag_legacy', 'task_offset_interval_ms', 'acceptable_recovery_lag', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'topology_description_required', 'endpoint_information_epoch', 'partitions_by_user_endpoint')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag_legacy', 'task_offset_interval_ms', 'acceptable_recovery_lag', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'topology_description_required', 'endpoint_information_epoch', 'partitions_by_user_endpoint')
+    API_KEY: ClassVar[int | None] = 88
+    KIND: ClassVar[str] = 'response'
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    acceptable_recovery_lag_legacy: int
+    task_offset_interval_ms: int
+    acceptable_recovery_lag: int
+    status: list[StreamsGroupHeartbeatResponse.Status] | None
+    active_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    standby_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    warmup_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None
+    topology_description_required: bool
+    endpoint_information_epoch: int
+    partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse.EndpointToPartitions] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str = '', member_epoch: int = 0, heartbeat_interval_ms: int = 0, acceptable_recovery_lag_legacy: int = 0, task_offset_interval_ms: int = 0, acceptable_recovery_lag: int = -1, status: list[StreamsGroupHeartbeatResponse.Status] | None = _FACTORY, active_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = None, standby_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = None, warmup_tasks: list[StreamsGroupHeartbeatResponse.TaskIds] | None = None, topology_description_required: bool = False, endpoint_information_epoch: int = 0, partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponse.EndpointToPartitions] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.acceptable_recovery_lag_legacy = acceptable_recovery_lag_legacy
+        self.task_offset_interval_ms = task_offset_interval_ms
+        self.acceptable_recovery_lag = acceptable_recovery_lag
+        self.status = [] if status is _FACTORY else status
+        self.active_tasks = active_tasks
+        self.standby_tasks = standby_tasks
+        self.warmup_tasks = warmup_tasks
+        self.topology_description_required = topology_description_required
+        self.endpoint_information_epoch = endpoint_information_epoch
+        self.partitions_by_user_endpoint = partitions_by_user_endpoint
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.acceptable_recovery_lag_legacy, self.task_offset_interval_ms, self.acceptable_recovery_lag, self.status, self.active_tasks, self.standby_tasks, self.warmup_tasks, self.topology_description_required, self.endpoint_information_epoch, self.partitions_by_user_endpoint) == (other.throttle_time_ms, other.error_code, other.error_message, other.member_id, other.member_epoch, other.heartbeat_interval_ms, other.acceptable_recovery_lag_legacy, other.task_offset_interval_ms, other.acceptable_recovery_lag, other.status, other.active_tasks, other.standby_tasks, other.warmup_tasks, other.topology_description_required, other.endpoint_information_epoch, other.partitions_by_user_endpoint)  # type: ignore[attr-defined]
+StreamsGroupHeartbeatResponse.__qualname__ = 'StreamsGroupHeartbeatResponse'
+
+StreamsGroupHeartbeatResponse.Status = _StreamsGroupHeartbeatResponse_Status  # type: ignore[attr-defined]
+StreamsGroupHeartbeatResponse.TaskIds = _StreamsGroupHeartbeatResponse_TaskIds  # type: ignore[attr-defined]
+StreamsGroupHeartbeatResponse.Endpoint = _StreamsGroupHeartbeatResponse_Endpoint  # type: ignore[attr-defined]
+StreamsGroupHeartbeatResponse.TopicPartition = _StreamsGroupHeartbeatResponse_TopicPartition  # type: ignore[attr-defined]
+StreamsGroupHeartbeatResponse.EndpointToPartitions = _StreamsGroupHeartbeatResponse_EndpointToPartitions  # type: ignore[attr-defined]
+
+
+class StreamsGroupDescribeRequest(_Message):
+    __slots__ = ('group_ids', 'include_authorized_operations', 'include_topology_description')
+    __match_args__ = ('group_ids', 'include_authorized_operations', 'include_topology_description')
+    API_KEY: ClassVar[int | None] = 89
+    KIND: ClassVar[str] = 'request'
+    group_ids: list[str]
+    include_authorized_operations: bool
+    include_topology_description: bool
+
+    def __init__(self, group_ids: list[str] = _FACTORY, include_authorized_operations: bool = False, include_topology_description: bool = False) -> None:
+        self.group_ids = [] if group_ids is _FACTORY else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.include_topology_description = include_topology_description
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_ids, self.include_authorized_operations, self.include_topology_description) == (other.group_ids, other.include_authorized_operations, other.include_topology_description)  # type: ignore[attr-defined]
+StreamsGroupDescribeRequest.__qualname__ = 'StreamsGroupDescribeRequest'
+
+
+class _StreamsGroupDescribeResponse_KeyValue(_Message):
+    __slots__ = ('key', 'value')
+    __match_args__ = ('key', 'value')
+    key: str
+    value: str
+
+    def __init__(self, key: str = '', value: str = '') -> None:
+        self.key = key
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_KeyValue.__qualname__ = 'StreamsGroupDescribeResponse.KeyValue'
+
+class _StreamsGroupDescribeResponse_TopicInfo(_Message):
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
+    __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: list[StreamsGroupDescribeResponse.KeyValue]
+
+    def __init__(self, name: str = '', partitions: int = 0, replication_factor: int = 0, topic_configs: list[StreamsGroupDescribeResponse.KeyValue] = _FACTORY) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is _FACTORY else topic_configs
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.partitions, self.replication_factor, self.topic_configs) == (other.name, other.partitions, other.replication_factor, other.topic_configs)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_TopicInfo.__qualname__ = 'StreamsGroupDescribeResponse.TopicInfo'
+
+class _StreamsGroupDescribeResponse_Subtopology(_Message):
+    __slots__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics')
+    __match_args__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics')
+    subtopology_id: str
+    source_topics: list[str]
+    repartition_sink_topics: list[str]
+    state_changelog_topics: list[StreamsGroupDescribeResponse.TopicInfo]
+    repartition_source_topics: list[StreamsGroupDescribeResponse.TopicInfo]
+
+    def __init__(self, subtopology_id: str = '', source_topics: list[str] = _FACTORY, repartition_sink_topics: list[str] = _FACTORY, state_changelog_topics: list[StreamsGroupDescribeResponse.TopicInfo] = _FACTORY, repartition_source_topics: list[StreamsGroupDescribeResponse.TopicInfo] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is _FACTORY else source_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is _FACTORY else repartition_sink_topics
+        self.state_changelog_topics = [] if state_changelog_topics is _FACTORY else state_changelog_topics
+        self.repartition_source_topics = [] if repartition_source_topics is _FACTORY else repartition_source_topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.source_topics, self.repartition_sink_topics, self.state_changelog_topics, self.repartition_source_topics) == (other.subtopology_id, other.source_topics, other.repartition_sink_topics, other.state_changelog_topics, other.repartition_source_topics)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_Subtopology.__qualname__ = 'StreamsGroupDescribeResponse.Subtopology'
+
+class _StreamsGroupDescribeResponse_Topology(_Message):
+    __slots__ = ('epoch', 'subtopologies')
+    __match_args__ = ('epoch', 'subtopologies')
+    epoch: int
+    subtopologies: list[StreamsGroupDescribeResponse.Subtopology] | None
+
+    def __init__(self, epoch: int = 0, subtopologies: list[StreamsGroupDescribeResponse.Subtopology] | None = None) -> None:
+        self.epoch = epoch
+        self.subtopologies = subtopologies
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.epoch, self.subtopologies) == (other.epoch, other.subtopologies)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_Topology.__qualname__ = 'StreamsGroupDescribeResponse.Topology'
+
+class _StreamsGroupDescribeResponse_Endpoint(_Message):
+    __slots__ = ('host', 'port')
+    __match_args__ = ('host', 'port')
+    host: str
+    port: int
+
+    def __init__(self, host: str = '', port: int = 0) -> None:
+        self.host = host
+        self.port = port
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.host, self.port) == (other.host, other.port)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_Endpoint.__qualname__ = 'StreamsGroupDescribeResponse.Endpoint'
+
+class _StreamsGroupDescribeResponse_TaskOffset(_Message):
+    __slots__ = ('subtopology_id', 'partition', 'offset')
+    __match_args__ = ('subtopology_id', 'partition', 'offset')
+    subtopology_id: str
+    partition: int
+    offset: int
+
+    def __init__(self, subtopology_id: str = '', partition: int = 0, offset: int = 0) -> None:
+        self.subtopology_id = subtopology_id
+        self.partition = partition
+        self.offset = offset
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.partition, self.offset) == (other.subtopology_id, other.partition, other.offset)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_TaskOffset.__qualname__ = 'StreamsGroupDescribeResponse.TaskOffset'
+
+class _StreamsGroupDescribeResponse_TaskIds(_Message):
+    __slots__ = ('subtopology_id', 'partitions')
+    __match_args__ = ('subtopology_id', 'partitions')
+    subtopology_id: str
+    partitions: list[int]
+
+    def __init__(self, subtopology_id: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.partitions) == (other.subtopology_id, other.partitions)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_TaskIds.__qualname__ = 'StreamsGroupDescribeResponse.TaskIds'
+
+class _StreamsGroupDescribeResponse_Assignment(_Message):
+    __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks')
+    __match_args__ = ('active_tasks', 'standby_tasks', 'warmup_tasks')
+    active_tasks: list[StreamsGroupDescribeResponse.TaskIds]
+    standby_tasks: list[StreamsGroupDescribeResponse.TaskIds]
+    warmup_tasks: list[StreamsGroupDescribeResponse.TaskIds]
+
+    def __init__(self, active_tasks: list[StreamsGroupDescribeResponse.TaskIds] = _FACTORY, standby_tasks: list[StreamsGroupDescribeResponse.TaskIds] = _FACTORY, warmup_tasks: list[StreamsGroupDescribeResponse.TaskIds] = _FACTORY) -> None:
+        self.active_tasks = [] if active_tasks is _FACTORY else active_tasks
+        self.standby_tasks = [] if standby_tasks is _FACTORY else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is _FACTORY else warmup_tasks
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.active_tasks, self.standby_tasks, self.warmup_tasks) == (other.active_tasks, other.standby_tasks, other.warmup_tasks)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_Assignment.__qualname__ = 'StreamsGroupDescribeResponse.Assignment'
+
+class _StreamsGroupDescribeResponse_Member(_Message):
+    __slots__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic')
+    __match_args__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic')
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    topology_epoch: int
+    process_id: str
+    user_endpoint: StreamsGroupDescribeResponse.Endpoint | None
+    client_tags: list[StreamsGroupDescribeResponse.KeyValue]
+    task_offsets: list[StreamsGroupDescribeResponse.TaskOffset]
+    task_end_offsets: list[StreamsGroupDescribeResponse.TaskOffset]
+    assignment: StreamsGroupDescribeResponse.Assignment
+    target_assignment: StreamsGroupDescribeResponse.Assignment
+    is_classic: bool
+
+    def __init__(self, member_id: str = '', member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, client_id: str = '', client_host: str = '', topology_epoch: int = 0, process_id: str = '', user_endpoint: StreamsGroupDescribeResponse.Endpoint | None = None, client_tags: list[StreamsGroupDescribeResponse.KeyValue] = _FACTORY, task_offsets: list[StreamsGroupDescribeResponse.TaskOffset] = _FACTORY, task_end_offsets: list[StreamsGroupDescribeResponse.TaskOffset] = _FACTORY, assignment: StreamsGroupDescribeResponse.Assignment = _FACTORY, target_assignment: StreamsGroupDescribeResponse.Assignment = _FACTORY, is_classic: bool = False) -> None:
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.topology_epoch = topology_epoch
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = [] if client_tags is _FACTORY else client_tags
+        self.task_offsets = [] if task_offsets is _FACTORY else task_offsets
+        self.task_end_offsets = [] if task_end_offsets is _FACTORY else task_end_offsets
+        self.assignment = _StreamsGroupDescribeResponse_Assignment() if assignment is _FACTORY else assignment
+        self.target_assignment = _StreamsGroupDescribeResponse_Assignment() if target_assignment is _FACTORY else target_assignment
+        self.is_classic = is_classic
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.member_id, self.member_epoch, self.instance_id, self.rack_id, self.client_id, self.client_host, self.topology_epoch, self.process_id, self.user_endpoint, self.client_tags, self.task_offsets, self.task_end_offsets, self.assignment, self.target_assignment, self.is_classic) == (other.member_id, other.member_epoch, other.instance_id, other.rack_id, other.client_id, other.client_host, other.topology_epoch, other.process_id, other.user_endpoint, other.client_tags, other.task_offsets, other.task_end_offsets, other.assignment, other.target_assignment, other.is_classic)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_Member.__qualname__ = 'StreamsGroupDescribeResponse.Member'
+
+class _StreamsGroupDescribeResponse_TopologyDescriptionNode(_Message):
+    __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors')
+    __match_args__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors')
+    name: str
+    node_type: int
+    source_topics: list[str]
+    sink_topic: str | None
+    stores: list[str]
+    successors: list[str]
+
+    def __init__(self, name: str = '', node_type: int = 0, source_topics: list[str] = _FACTORY, sink_topic: str | None = None, stores: list[str] = _FACTORY, successors: list[str] = _FACTORY) -> None:
+        self.name = name
+        self.node_type = node_type
+        self.source_topics = [] if source_topics is _FACTORY else source_topics
+        self.sink_topic = sink_topic
+        self.stores = [] if stores is _FACTORY else stores
+        self.successors = [] if successors is _FACTORY else successors
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.node_type, self.source_topics, self.sink_topic, self.stores, self.successors) == (other.name, other.node_type, other.source_topics, other.sink_topic, other.stores, other.successors)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_TopologyDescriptionNode.__qualname__ = 'StreamsGroupDescribeResponse.TopologyDescriptionNode'
+
+class _StreamsGroupDescribeResponse_TopologyDescriptionSubtopology(_Message):
+    __slots__ = ('subtopology_id', 'nodes')
+    __match_args__ = ('subtopology_id', 'nodes')
+    subtopology_id: str
+    nodes: list[StreamsGroupDescribeResponse.TopologyDescriptionNode]
+
+    def __init__(self, subtopology_id: str = '', nodes: list[StreamsGroupDescribeResponse.TopologyDescriptionNode] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.nodes = [] if nodes is _FACTORY else nodes
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.nodes) == (other.subtopology_id, other.nodes)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology.__qualname__ = 'StreamsGroupDescribeResponse.TopologyDescriptionSubtopology'
+
+class _StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore(_Message):
+    __slots__ = ('source', 'processor')
+    __match_args__ = ('source', 'processor')
+    source: StreamsGroupDescribeResponse.TopologyDescriptionNode
+    processor: StreamsGroupDescribeResponse.TopologyDescriptionNode
+
+    def __init__(self, source: StreamsGroupDescribeResponse.TopologyDescriptionNode = _FACTORY, processor: StreamsGroupDescribeResponse.TopologyDescriptionNode = _FACTORY) -> None:
+        self.source = _StreamsGroupDescribeResponse_TopologyDescriptionNode() if source is _FACTORY else source
+        self.processor = _StreamsGroupDescribeResponse_TopologyDescriptionNode() if processor is _FACTORY else processor
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.source, self.processor) == (other.source, other.processor)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore.__qualname__ = 'StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore'
+
+class _StreamsGroupDescribeResponse_TopologyDescription(_Message):
+    __slots__ = ('subtopologies', 'global_stores')
+    __match_args__ = ('subtopologies', 'global_stores')
+    subtopologies: list[StreamsGroupDescribeResponse.TopologyDescriptionSubtopology]
+    global_stores: list[StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore]
+
+    def __init__(self, subtopologies: list[StreamsGroupDescribeResponse.TopologyDescriptionSubtopology] = _FACTORY, global_stores: list[StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore] = _FACTORY) -> None:
+        self.subtopologies = [] if subtopologies is _FACTORY else subtopologies
+        self.global_stores = [] if global_stores is _FACTORY else global_stores
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopologies, self.global_stores) == (other.subtopologies, other.global_stores)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_TopologyDescription.__qualname__ = 'StreamsGroupDescribeResponse.TopologyDescription'
+
+class _StreamsGroupDescribeResponse_DescribedGroup(_Message):
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name')
+    __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name')
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    topology: StreamsGroupDescribeResponse.Topology | None
+    members: list[StreamsGroupDescribeResponse.Member]
+    authorized_operations: int
+    topology_description: StreamsGroupDescribeResponse.TopologyDescription | None
+    topology_description_status: int
+    assignor_name: str | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', group_epoch: int = 0, assignment_epoch: int = 0, topology: StreamsGroupDescribeResponse.Topology | None = None, members: list[StreamsGroupDescribeResponse.Member] = _FACTORY, authorized_operations: int = -2147483648, topology_description: StreamsGroupDescribeResponse.TopologyDescription | None = None, topology_description_status: int = 0, assignor_name: str | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.topology = topology
+        self.members = [] if members is _FACTORY else members
+        self.authorized_operations = authorized_operations
+        self.topology_description = topology_description
+        self.topology_description_status = topology_description_status
+        self.assignor_name = assignor_name
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.topology, self.members, self.authorized_operations, self.topology_description, self.topology_description_status, self.assignor_name) == (other.error_code, other.error_message, other.group_id, other.group_state, other.group_epoch, other.assignment_epoch, other.topology, other.members, other.authorized_operations, other.topology_description, other.topology_description_status, other.assignor_name)  # type: ignore[attr-defined]
+_StreamsGroupDescribeResponse_DescribedGroup.__qualname__ = 'StreamsGroupDescribeResponse.DescribedGroup'
+
+class StreamsGroupDescribeResponse(_Message):
+    __slots__ = ('throttle_time_ms', 'groups')
+    __match_args__ = ('throttle_time_ms', 'groups')
+    API_KEY: ClassVar[int | None] = 89
+    KIND: ClassVar[str] = 'response'
+    throttle_time_ms: int
+    groups: list[StreamsGroupDescribeResponse.DescribedGroup]
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[StreamsGroupDescribeResponse.DescribedGroup] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is _FACTORY else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.groups) == (other.throttle_time_ms, other.groups)  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.__qualname__ = 'StreamsGroupDescribeResponse'
+
+StreamsGroupDescribeResponse.KeyValue = _StreamsGroupDescribeResponse_KeyValue  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.TopicInfo = _StreamsGroupDescribeResponse_TopicInfo  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.Subtopology = _StreamsGroupDescribeResponse_Subtopology  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.Topology = _StreamsGroupDescribeResponse_Topology  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.Endpoint = _StreamsGroupDescribeResponse_Endpoint  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.TaskOffset = _StreamsGroupDescribeResponse_TaskOffset  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.TaskIds = _StreamsGroupDescribeResponse_TaskIds  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.Assignment = _StreamsGroupDescribeResponse_Assignment  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.Member = _StreamsGroupDescribeResponse_Member  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.TopologyDescriptionNode = _StreamsGroupDescribeResponse_TopologyDescriptionNode  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.TopologyDescriptionSubtopology = _StreamsGroupDescribeResponse_TopologyDescriptionSubtopology  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore = _StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.TopologyDescription = _StreamsGroupDescribeResponse_TopologyDescription  # type: ignore[attr-defined]
+StreamsGroupDescribeResponse.DescribedGroup = _StreamsGroupDescribeResponse_DescribedGroup  # type: ignore[attr-defined]
+
+
+class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(_Message):
+    __slots__ = ('topic_name', 'partitions')
+    __match_args__ = ('topic_name', 'partitions')
+    topic_name: str
+    partitions: list[int]
+
+    def __init__(self, topic_name: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_name, self.partitions) == (other.topic_name, other.partitions)  # type: ignore[attr-defined]
+_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic.__qualname__ = 'DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic'
+
+class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(_Message):
+    __slots__ = ('group_id', 'topics')
+    __match_args__ = ('group_id', 'topics')
+    group_id: str
+    topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None
+
+    def __init__(self, group_id: str = '', topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None = _FACTORY) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.topics) == (other.group_id, other.topics)  # type: ignore[attr-defined]
+_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup.__qualname__ = 'DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup'
+
+class DescribeShareGroupOffsetsRequest(_Message):
+    __slots__ = ('groups',)
+    __match_args__ = ('groups',)
+    API_KEY: ClassVar[int | None] = 90
+    KIND: ClassVar[str] = 'request'
+    groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup]
+
+    def __init__(self, groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup] = _FACTORY) -> None:
+        self.groups = [] if groups is _FACTORY else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.groups,) == (other.groups,)  # type: ignore[attr-defined]
+DescribeShareGroupOffsetsRequest.__qualname__ = 'DescribeShareGroupOffsetsRequest'
+
+DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic  # type: ignore[attr-defined]
+DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup  # type: ignore[attr-defined]
+
+
+class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition(_Message):
+    __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message')
+    __match_args__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message')
+    partition_index: int
+    start_offset: int
+    leader_epoch: int
+    lag: int
+    error_code: int
+    error_message: str | None
+
+    def __init__(self, partition_index: int = 0, start_offset: int = 0, leader_epoch: int = 0, lag: int = -1, error_code: int = 0, error_message: str | None = None) -> None:
+        self.partition_index = partition_index
+        self.start_offset = start_offset
+        self.leader_epoch = leader_epoch
+        self.lag = lag
+        self.error_code = error_code
+        self.error_message = error_message
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.partition_index, self.start_offset, self.leader_epoch, self.lag, self.error_code, self.error_message) == (other.partition_index, other.start_offset, other.leader_epoch, other.lag, other.error_code, other.error_message)  # type: ignore[attr-defined]
+_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition.__qualname__ = 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition'
+
+class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(_Message):
+    __slots__ = ('topic_name', 'topic_id', 'partitions')
+    __match_args__ = ('topic_name', 'topic_id', 'partitions')
+    topic_name: str
+    topic_id: uuid.UUID
+    partitions: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition]
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition] = _FACTORY) -> None:
+        self.topic_name = topic_name
         self.topic_id = topic_id
         self.partitions = [] if partitions is _FACTORY else partitions
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.topic_id, self.partitions) == (other.topic_id, other.partitions)  # type: ignore[attr-defined]
-_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions.__qualname__ = 'ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions'
+        return (self.topic_name, self.topic_id, self.partitions) == (other.topic_name, other.topic_id, other.partitions)  # type: ignore[attr-defined]
+_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic.__qualname__ = 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic'
 
-class ConsumerGroupCurrentMemberAssignmentValue(_Message):
-    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation')
-    __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned_partitions: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
-    partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
+class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(_Message):
+    __slots__ = ('group_id', 'topics', 'error_code', 'error_message')
+    __match_args__ = ('group_id', 'topics', 'error_code', 'error_message')
+    group_id: str
+    topics: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic]
+    error_code: int
+    error_message: str | None
 
-    def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions] = _FACTORY, partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions] = _FACTORY) -> None:
-        self.member_epoch = member_epoch
-        self.previous_member_epoch = previous_member_epoch
-        self.state = state
-        self.assigned_partitions = [] if assigned_partitions is _FACTORY else assigned_partitions
-        self.partitions_pending_revocation = [] if partitions_pending_revocation is _FACTORY else partitions_pending_revocation
+    def __init__(self, group_id: str = '', topics: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic] = _FACTORY, error_code: int = 0, error_message: str | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FACTORY else topics
+        self.error_code = error_code
+        self.error_message = error_message
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned_partitions, self.partitions_pending_revocation) == (other.member_epoch, other.previous_member_epoch, other.state, other.assigned_partitions, other.partitions_pending_revocation)  # type: ignore[attr-defined]
-ConsumerGroupCurrentMemberAssignmentValue.__qualname__ = 'ConsumerGroupCurrentMemberAssignmentValue'
+        return (self.group_id, self.topics, self.error_code, self.error_message) == (other.group_id, other.topics, other.error_code, other.error_message)  # type: ignore[attr-defined]
+_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup.__qualname__ = 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup'
 
-ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions = _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions  # type: ignore[attr-defined]
+class DescribeShareGroupOffsetsResponse(_Message):
+    __slots__ = ('throttle_time_ms', 'groups')
+    __match_args__ = ('throttle_time_ms', 'groups')
+    API_KEY: ClassVar[int | None] = 90
+    KIND: ClassVar[str] = 'response'
+    throttle_time_ms: int
+    groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup]
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is _FACTORY else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.groups) == (other.throttle_time_ms, other.groups)  # type: ignore[attr-defined]
+DescribeShareGroupOffsetsResponse.__qualname__ = 'DescribeShareGroupOffsetsResponse'
+
+DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition  # type: ignore[attr-defined]
+DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic  # type: ignore[attr-defined]
+DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup  # type: ignore[attr-defined]
 
 
-class ConsumerGroupMemberMetadataKey(_Message):
-    __slots__ = ('group_id', 'member_id')
-    __match_args__ = ('group_id', 'member_id')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
+class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition(_Message):
+    __slots__ = ('partition_index', 'start_offset')
+    __match_args__ = ('partition_index', 'start_offset')
+    partition_index: int
+    start_offset: int
+
+    def __init__(self, partition_index: int = 0, start_offset: int = 0) -> None:
+        self.partition_index = partition_index
+        self.start_offset = start_offset
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.partition_index, self.start_offset) == (other.partition_index, other.start_offset)  # type: ignore[attr-defined]
+_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition.__qualname__ = 'AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition'
+
+class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic(_Message):
+    __slots__ = ('topic_name', 'partitions')
+    __match_args__ = ('topic_name', 'partitions')
+    topic_name: str
+    partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition]
+
+    def __init__(self, topic_name: str = '', partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition] = _FACTORY) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_name, self.partitions) == (other.topic_name, other.partitions)  # type: ignore[attr-defined]
+_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic.__qualname__ = 'AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic'
+
+class AlterShareGroupOffsetsRequest(_Message):
+    __slots__ = ('group_id', 'topics')
+    __match_args__ = ('group_id', 'topics')
+    API_KEY: ClassVar[int | None] = 91
+    KIND: ClassVar[str] = 'request'
+    group_id: str
+    topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic]
+
+    def __init__(self, group_id: str = '', topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.topics) == (other.group_id, other.topics)  # type: ignore[attr-defined]
+AlterShareGroupOffsetsRequest.__qualname__ = 'AlterShareGroupOffsetsRequest'
+
+AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition = _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition  # type: ignore[attr-defined]
+AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic = _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic  # type: ignore[attr-defined]
+
+
+class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition(_Message):
+    __slots__ = ('partition_index', 'error_code', 'error_message')
+    __match_args__ = ('partition_index', 'error_code', 'error_message')
+    partition_index: int
+    error_code: int
+    error_message: str | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.partition_index, self.error_code, self.error_message) == (other.partition_index, other.error_code, other.error_message)  # type: ignore[attr-defined]
+_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition.__qualname__ = 'AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition'
+
+class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(_Message):
+    __slots__ = ('topic_name', 'topic_id', 'partitions')
+    __match_args__ = ('topic_name', 'topic_id', 'partitions')
+    topic_name: str
+    topic_id: uuid.UUID
+    partitions: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition]
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition] = _FACTORY) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_name, self.topic_id, self.partitions) == (other.topic_name, other.topic_id, other.partitions)  # type: ignore[attr-defined]
+_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic.__qualname__ = 'AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic'
+
+class AlterShareGroupOffsetsResponse(_Message):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses')
+    API_KEY: ClassVar[int | None] = 91
+    KIND: ClassVar[str] = 'response'
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is _FACTORY else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses) == (other.throttle_time_ms, other.error_code, other.error_message, other.responses)  # type: ignore[attr-defined]
+AlterShareGroupOffsetsResponse.__qualname__ = 'AlterShareGroupOffsetsResponse'
+
+AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition = _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition  # type: ignore[attr-defined]
+AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic = _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic  # type: ignore[attr-defined]
+
+
+class _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(_Message):
+    __slots__ = ('topic_name',)
+    __match_args__ = ('topic_name',)
+    topic_name: str
+
+    def __init__(self, topic_name: str = '') -> None:
+        self.topic_name = topic_name
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_name,) == (other.topic_name,)  # type: ignore[attr-defined]
+_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic.__qualname__ = 'DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic'
+
+class DeleteShareGroupOffsetsRequest(_Message):
+    __slots__ = ('group_id', 'topics')
+    __match_args__ = ('group_id', 'topics')
+    API_KEY: ClassVar[int | None] = 92
+    KIND: ClassVar[str] = 'request'
+    group_id: str
+    topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]
+
+    def __init__(self, group_id: str = '', topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.topics) == (other.group_id, other.topics)  # type: ignore[attr-defined]
+DeleteShareGroupOffsetsRequest.__qualname__ = 'DeleteShareGroupOffsetsRequest'
+
+DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic = _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic  # type: ignore[attr-defined]
+
+
+class _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(_Message):
+    __slots__ = ('topic_name', 'topic_id', 'error_code', 'error_message')
+    __match_args__ = ('topic_name', 'topic_id', 'error_code', 'error_message')
+    topic_name: str
+    topic_id: uuid.UUID
+    error_code: int
+    error_message: str | None
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_name, self.topic_id, self.error_code, self.error_message) == (other.topic_name, other.topic_id, other.error_code, other.error_message)  # type: ignore[attr-defined]
+_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic.__qualname__ = 'DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic'
+
+class DeleteShareGroupOffsetsResponse(_Message):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses')
+    API_KEY: ClassVar[int | None] = 92
+    KIND: ClassVar[str] = 'response'
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is _FACTORY else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses) == (other.throttle_time_ms, other.error_code, other.error_message, other.responses)  # type: ignore[attr-defined]
+DeleteShareGroupOffsetsResponse.__qualname__ = 'DeleteShareGroupOffsetsResponse'
+
+DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic = _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic  # type: ignore[attr-defined]
+
+
+class _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode(_Message):
+    __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors')
+    __match_args__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors')
+    name: str
+    node_type: int
+    source_topics: list[str]
+    sink_topic: str | None
+    stores: list[str]
+    successors: list[str]
+
+    def __init__(self, name: str = '', node_type: int = 0, source_topics: list[str] = _FACTORY, sink_topic: str | None = None, stores: list[str] = _FACTORY, successors: list[str] = _FACTORY) -> None:
+        self.name = name
+        self.node_type = node_type
+        self.source_topics = [] if source_topics is _FACTORY else source_topics
+        self.sink_topic = sink_topic
+        self.stores = [] if stores is _FACTORY else stores
+        self.successors = [] if successors is _FACTORY else successors
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.node_type, self.source_topics, self.sink_topic, self.stores, self.successors) == (other.name, other.node_type, other.source_topics, other.sink_topic, other.stores, other.successors)  # type: ignore[attr-defined]
+_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode.__qualname__ = 'StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode'
+
+class _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology(_Message):
+    __slots__ = ('subtopology_id', 'nodes')
+    __match_args__ = ('subtopology_id', 'nodes')
+    subtopology_id: str
+    nodes: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode]
+
+    def __init__(self, subtopology_id: str = '', nodes: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.nodes = [] if nodes is _FACTORY else nodes
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.nodes) == (other.subtopology_id, other.nodes)  # type: ignore[attr-defined]
+_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology.__qualname__ = 'StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology'
+
+class _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore(_Message):
+    __slots__ = ('source', 'processor')
+    __match_args__ = ('source', 'processor')
+    source: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode
+    processor: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode
+
+    def __init__(self, source: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = _FACTORY, processor: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = _FACTORY) -> None:
+        self.source = _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode() if source is _FACTORY else source
+        self.processor = _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode() if processor is _FACTORY else processor
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.source, self.processor) == (other.source, other.processor)  # type: ignore[attr-defined]
+_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore.__qualname__ = 'StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore'
+
+class _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription(_Message):
+    __slots__ = ('subtopologies', 'global_stores')
+    __match_args__ = ('subtopologies', 'global_stores')
+    subtopologies: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology]
+    global_stores: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore]
+
+    def __init__(self, subtopologies: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology] = _FACTORY, global_stores: list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore] = _FACTORY) -> None:
+        self.subtopologies = [] if subtopologies is _FACTORY else subtopologies
+        self.global_stores = [] if global_stores is _FACTORY else global_stores
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopologies, self.global_stores) == (other.subtopologies, other.global_stores)  # type: ignore[attr-defined]
+_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription.__qualname__ = 'StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription'
+
+class StreamsGroupTopologyDescriptionUpdateRequest(_Message):
+    __slots__ = ('group_id', 'member_id', 'topology_epoch', 'topology_description')
+    __match_args__ = ('group_id', 'member_id', 'topology_epoch', 'topology_description')
+    API_KEY: ClassVar[int | None] = 93
+    KIND: ClassVar[str] = 'request'
     group_id: str
     member_id: str
+    topology_epoch: int
+    topology_description: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription
 
-    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+    def __init__(self, group_id: str = '', member_id: str = '', topology_epoch: int = 0, topology_description: StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription = _FACTORY) -> None:
         self.group_id = group_id
         self.member_id = member_id
+        self.topology_epoch = topology_epoch
+        self.topology_description = _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription() if topology_description is _FACTORY else topology_description
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
-ConsumerGroupMemberMetadataKey.__qualname__ = 'ConsumerGroupMemberMetadataKey'
+        return (self.group_id, self.member_id, self.topology_epoch, self.topology_description) == (other.group_id, other.member_id, other.topology_epoch, other.topology_description)  # type: ignore[attr-defined]
+StreamsGroupTopologyDescriptionUpdateRequest.__qualname__ = 'StreamsGroupTopologyDescriptionUpdateRequest'
+
+StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode  # type: ignore[attr-defined]
+StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology = _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology  # type: ignore[attr-defined]
+StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore = _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore  # type: ignore[attr-defined]
+StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription = _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription  # type: ignore[attr-defined]
 
 
-class _ConsumerGroupMemberMetadataValue_ClassicProtocol(_Message):
-    __slots__ = ('name', 'metadata')
-    __match_args__ = ('name', 'metadata')
-    name: str
-    metadata: bytes
+class StreamsGroupTopologyDescriptionUpdateResponse(_Message):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message')
+    API_KEY: ClassVar[int | None] = 93
+    KIND: ClassVar[str] = 'response'
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
 
-    def __init__(self, name: str = '', metadata: bytes = b'') -> None:
-        self.name = name
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message) == (other.throttle_time_ms, other.error_code, other.error_message)  # type: ignore[attr-defined]
+StreamsGroupTopologyDescriptionUpdateResponse.__qualname__ = 'StreamsGroupTopologyDescriptionUpdateResponse'
+
+
+class UnregisterControllerRequest(_Message):
+    __slots__ = ('controller_id',)
+    __match_args__ = ('controller_id',)
+    API_KEY: ClassVar[int | None] = 94
+    KIND: ClassVar[str] = 'request'
+    controller_id: int
+
+    def __init__(self, controller_id: int = 0) -> None:
+        self.controller_id = controller_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.controller_id,) == (other.controller_id,)  # type: ignore[attr-defined]
+UnregisterControllerRequest.__qualname__ = 'UnregisterControllerRequest'
+
+
+class UnregisterControllerResponse(_Message):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message')
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message')
+    API_KEY: ClassVar[int | None] = 94
+    KIND: ClassVar[str] = 'response'
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message) == (other.throttle_time_ms, other.error_code, other.error_message)  # type: ignore[attr-defined]
+UnregisterControllerResponse.__qualname__ = 'UnregisterControllerResponse'
+
+
+class LegacyOffsetCommitKey(_Message):
+    __slots__ = ('group', 'topic', 'partition')
+    __match_args__ = ('group', 'topic', 'partition')
+    API_KEY: ClassVar[int | None] = 0
+    KIND: ClassVar[str] = 'coordinator-key'
+    group: str
+    topic: str
+    partition: int
+
+    def __init__(self, group: str = '', topic: str = '', partition: int = 0) -> None:
+        self.group = group
+        self.topic = topic
+        self.partition = partition
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group, self.topic, self.partition) == (other.group, other.topic, other.partition)  # type: ignore[attr-defined]
+LegacyOffsetCommitKey.__qualname__ = 'LegacyOffsetCommitKey'
+
+
+class ShareSnapshotKey(_Message):
+    __slots__ = ('group_id', 'topic_id', 'partition')
+    __match_args__ = ('group_id', 'topic_id', 'partition')
+    API_KEY: ClassVar[int | None] = 0
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+
+    def __init__(self, group_id: str = '', topic_id: uuid.UUID = ZERO_UUID, partition: int = 0) -> None:
+        self.group_id = group_id
+        self.topic_id = topic_id
+        self.partition = partition
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.topic_id, self.partition) == (other.group_id, other.topic_id, other.partition)  # type: ignore[attr-defined]
+ShareSnapshotKey.__qualname__ = 'ShareSnapshotKey'
+
+
+class TransactionLogKey(_Message):
+    __slots__ = ('transactional_id',)
+    __match_args__ = ('transactional_id',)
+    API_KEY: ClassVar[int | None] = 0
+    KIND: ClassVar[str] = 'coordinator-key'
+    transactional_id: str
+
+    def __init__(self, transactional_id: str = '') -> None:
+        self.transactional_id = transactional_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transactional_id,) == (other.transactional_id,)  # type: ignore[attr-defined]
+TransactionLogKey.__qualname__ = 'TransactionLogKey'
+
+
+class LegacyOffsetCommitValue(_Message):
+    __slots__ = ('offset', 'metadata', 'commit_timestamp')
+    __match_args__ = ('offset', 'metadata', 'commit_timestamp')
+    API_KEY: ClassVar[int | None] = 0
+    KIND: ClassVar[str] = 'coordinator-value'
+    offset: int
+    metadata: str
+    commit_timestamp: int
+
+    def __init__(self, offset: int = 0, metadata: str = '', commit_timestamp: int = 0) -> None:
+        self.offset = offset
         self.metadata = metadata
+        self.commit_timestamp = commit_timestamp
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.name, self.metadata) == (other.name, other.metadata)  # type: ignore[attr-defined]
-_ConsumerGroupMemberMetadataValue_ClassicProtocol.__qualname__ = 'ConsumerGroupMemberMetadataValue.ClassicProtocol'
+        return (self.offset, self.metadata, self.commit_timestamp) == (other.offset, other.metadata, other.commit_timestamp)  # type: ignore[attr-defined]
+LegacyOffsetCommitValue.__qualname__ = 'LegacyOffsetCommitValue'
 
-class _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(_Message):
-    __slots__ = ('session_timeout_ms', 'supported_protocols')
-    __match_args__ = ('session_timeout_ms', 'supported_protocols')
-    session_timeout_ms: int
-    supported_protocols: list[ConsumerGroupMemberMetadataValue.ClassicProtocol]
 
-    def __init__(self, session_timeout_ms: int = 0, supported_protocols: list[ConsumerGroupMemberMetadataValue.ClassicProtocol] = _FACTORY) -> None:
-        self.session_timeout_ms = session_timeout_ms
-        self.supported_protocols = [] if supported_protocols is _FACTORY else supported_protocols
+class _ShareSnapshotValue_StateBatch(_Message):
+    __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
+    __match_args__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_state = delivery_state
+        self.delivery_count = delivery_count
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.session_timeout_ms, self.supported_protocols) == (other.session_timeout_ms, other.supported_protocols)  # type: ignore[attr-defined]
-_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata.__qualname__ = 'ConsumerGroupMemberMetadataValue.ClassicMemberMetadata'
+        return (self.first_offset, self.last_offset, self.delivery_state, self.delivery_count) == (other.first_offset, other.last_offset, other.delivery_state, other.delivery_count)  # type: ignore[attr-defined]
+_ShareSnapshotValue_StateBatch.__qualname__ = 'ShareSnapshotValue.StateBatch'
 
-class ConsumerGroupMemberMetadataValue(_Message):
-    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata')
-    __match_args__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    instance_id: str | None
-    rack_id: str | None
+class ShareSnapshotValue(_Message):
+    __slots__ = ('snapshot_epoch', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'create_timestamp', 'write_timestamp', 'state_batches')
+    __match_args__ = ('snapshot_epoch', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'create_timestamp', 'write_timestamp', 'state_batches')
+    API_KEY: ClassVar[int | None] = 0
+    KIND: ClassVar[str] = 'coordinator-value'
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    create_timestamp: int
+    write_timestamp: int
+    state_batches: list[ShareSnapshotValue.StateBatch]
+
+    def __init__(self, snapshot_epoch: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, create_timestamp: int = 0, write_timestamp: int = 0, state_batches: list[ShareSnapshotValue.StateBatch] = _FACTORY) -> None:
+        self.snapshot_epoch = snapshot_epoch
+        self.state_epoch = state_epoch
+        self.leader_epoch = leader_epoch
+        self.start_offset = start_offset
+        self.delivery_complete_count = delivery_complete_count
+        self.create_timestamp = create_timestamp
+        self.write_timestamp = write_timestamp
+        self.state_batches = [] if state_batches is _FACTORY else state_batches
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.snapshot_epoch, self.state_epoch, self.leader_epoch, self.start_offset, self.delivery_complete_count, self.create_timestamp, self.write_timestamp, self.state_batches) == (other.snapshot_epoch, other.state_epoch, other.leader_epoch, other.start_offset, other.delivery_complete_count, other.create_timestamp, other.write_timestamp, other.state_batches)  # type: ignore[attr-defined]
+ShareSnapshotValue.__qualname__ = 'ShareSnapshotValue'
+
+ShareSnapshotValue.StateBatch = _ShareSnapshotValue_StateBatch  # type: ignore[attr-defined]
+
+
+class _TransactionLogValue_PartitionsSchema(_Message):
+    __slots__ = ('topic', 'partition_ids')
+    __match_args__ = ('topic', 'partition_ids')
+    topic: str
+    partition_ids: list[int]
+
+    def __init__(self, topic: str = '', partition_ids: list[int] = _FACTORY) -> None:
+        self.topic = topic
+        self.partition_ids = [] if partition_ids is _FACTORY else partition_ids
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic, self.partition_ids) == (other.topic, other.partition_ids)  # type: ignore[attr-defined]
+_TransactionLogValue_PartitionsSchema.__qualname__ = 'TransactionLogValue.PartitionsSchema'
+
+class TransactionLogValue(_Message):
+    __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'next_producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version')
+    __match_args__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'next_producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version')
+    API_KEY: ClassVar[int | None] = 0
+    KIND: ClassVar[str] = 'coordinator-value'
+    producer_id: int
+    previous_producer_id: int
+    next_producer_id: int
+    producer_epoch: int
+    next_producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_status: int
+    transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None
+    transaction_last_update_timestamp_ms: int
+    transaction_start_timestamp_ms: int
+    client_transaction_version: int
+
+    def __init__(self, producer_id: int = 0, previous_producer_id: int = -1, next_producer_id: int = -1, producer_epoch: int = 0, next_producer_epoch: int = -1, transaction_timeout_ms: int = 0, transaction_status: int = 0, transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None = _FACTORY, transaction_last_update_timestamp_ms: int = 0, transaction_start_timestamp_ms: int = 0, client_transaction_version: int = 0) -> None:
+        self.producer_id = producer_id
+        self.previous_producer_id = previous_producer_id
+        self.next_producer_id = next_producer_id
+        self.producer_epoch = producer_epoch
+        self.next_producer_epoch = next_producer_epoch
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.transaction_status = transaction_status
+        self.transaction_partitions = [] if transaction_partitions is _FACTORY else transaction_partitions
+        self.transaction_last_update_timestamp_ms = transaction_last_update_timestamp_ms
+        self.transaction_start_timestamp_ms = transaction_start_timestamp_ms
+        self.client_transaction_version = client_transaction_version
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.producer_id, self.previous_producer_id, self.next_producer_id, self.producer_epoch, self.next_producer_epoch, self.transaction_timeout_ms, self.transaction_status, self.transaction_partitions, self.transaction_last_update_timestamp_ms, self.transaction_start_timestamp_ms, self.client_transaction_version) == (other.producer_id, other.previous_producer_id, other.next_producer_id, other.producer_epoch, other.next_producer_epoch, other.transaction_timeout_ms, other.transaction_status, other.transaction_partitions, other.transaction_last_update_timestamp_ms, other.transaction_start_timestamp_ms, other.client_transaction_version)  # type: ignore[attr-defined]
+TransactionLogValue.__qualname__ = 'TransactionLogValue'
+
+TransactionLogValue.PartitionsSchema = _TransactionLogValue_PartitionsSchema  # type: ignore[attr-defined]
+
+
+class OffsetCommitKey(_Message):
+    __slots__ = ('group', 'topic', 'partition')
+    __match_args__ = ('group', 'topic', 'partition')
+    API_KEY: ClassVar[int | None] = 1
+    KIND: ClassVar[str] = 'coordinator-key'
+    group: str
+    topic: str
+    partition: int
+
+    def __init__(self, group: str = '', topic: str = '', partition: int = 0) -> None:
+        self.group = group
+        self.topic = topic
+        self.partition = partition
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group, self.topic, self.partition) == (other.group, other.topic, other.partition)  # type: ignore[attr-defined]
+OffsetCommitKey.__qualname__ = 'OffsetCommitKey'
+
+
+class ShareUpdateKey(_Message):
+    __slots__ = ('group_id', 'topic_id', 'partition')
+    __match_args__ = ('group_id', 'topic_id', 'partition')
+    API_KEY: ClassVar[int | None] = 1
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+
+    def __init__(self, group_id: str = '', topic_id: uuid.UUID = ZERO_UUID, partition: int = 0) -> None:
+        self.group_id = group_id
+        self.topic_id = topic_id
+        self.partition = partition
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.topic_id, self.partition) == (other.group_id, other.topic_id, other.partition)  # type: ignore[attr-defined]
+ShareUpdateKey.__qualname__ = 'ShareUpdateKey'
+
+
+class OffsetCommitValue(_Message):
+    __slots__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp', 'topic_id')
+    __match_args__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp', 'topic_id')
+    API_KEY: ClassVar[int | None] = 1
+    KIND: ClassVar[str] = 'coordinator-value'
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int
+    topic_id: uuid.UUID
+
+    def __init__(self, offset: int = 0, leader_epoch: int = -1, metadata: str = '', commit_timestamp: int = 0, expire_timestamp: int = -1, topic_id: uuid.UUID = ZERO_UUID) -> None:
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.metadata = metadata
+        self.commit_timestamp = commit_timestamp
+        self.expire_timestamp = expire_timestamp
+        self.topic_id = topic_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.offset, self.leader_epoch, self.metadata, self.commit_timestamp, self.expire_timestamp, self.topic_id) == (other.offset, other.leader_epoch, other.metadata, other.commit_timestamp, other.expire_timestamp, other.topic_id)  # type: ignore[attr-defined]
+OffsetCommitValue.__qualname__ = 'OffsetCommitValue'
+
+
+class _ShareUpdateValue_StateBatch(_Message):
+    __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
+    __match_args__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_state = delivery_state
+        self.delivery_count = delivery_count
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.first_offset, self.last_offset, self.delivery_state, self.delivery_count) == (other.first_offset, other.last_offset, other.delivery_state, other.delivery_count)  # type: ignore[attr-defined]
+_ShareUpdateValue_StateBatch.__qualname__ = 'ShareUpdateValue.StateBatch'
+
+class ShareUpdateValue(_Message):
+    __slots__ = ('snapshot_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches')
+    __match_args__ = ('snapshot_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches')
+    API_KEY: ClassVar[int | None] = 1
+    KIND: ClassVar[str] = 'coordinator-value'
+    snapshot_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    state_batches: list[ShareUpdateValue.StateBatch]
+
+    def __init__(self, snapshot_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, state_batches: list[ShareUpdateValue.StateBatch] = _FACTORY) -> None:
+        self.snapshot_epoch = snapshot_epoch
+        self.leader_epoch = leader_epoch
+        self.start_offset = start_offset
+        self.delivery_complete_count = delivery_complete_count
+        self.state_batches = [] if state_batches is _FACTORY else state_batches
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.snapshot_epoch, self.leader_epoch, self.start_offset, self.delivery_complete_count, self.state_batches) == (other.snapshot_epoch, other.leader_epoch, other.start_offset, other.delivery_complete_count, other.state_batches)  # type: ignore[attr-defined]
+ShareUpdateValue.__qualname__ = 'ShareUpdateValue'
+
+ShareUpdateValue.StateBatch = _ShareUpdateValue_StateBatch  # type: ignore[attr-defined]
+
+
+class GroupMetadataKey(_Message):
+    __slots__ = ('group',)
+    __match_args__ = ('group',)
+    API_KEY: ClassVar[int | None] = 2
+    KIND: ClassVar[str] = 'coordinator-key'
+    group: str
+
+    def __init__(self, group: str = '') -> None:
+        self.group = group
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group,) == (other.group,)  # type: ignore[attr-defined]
+GroupMetadataKey.__qualname__ = 'GroupMetadataKey'
+
+
+class _GroupMetadataValue_MemberMetadata(_Message):
+    __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment')
+    __match_args__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment')
+    member_id: str
+    group_instance_id: str | None
     client_id: str
     client_host: str
-    subscribed_topic_names: list[str]
-    subscribed_topic_regex: str | None
-    rebalance_timeout_ms: int
-    server_assignor: str | None
-    classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
 
-    def __init__(self, instance_id: str | None = '', rack_id: str | None = '', client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FACTORY, subscribed_topic_regex: str | None = '', rebalance_timeout_ms: int = -1, server_assignor: str | None = '', classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None = _FACTORY) -> None:
-        self.instance_id = instance_id
-        self.rack_id = rack_id
+    def __init__(self, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', rebalance_timeout: int = -1, session_timeout: int = 0, subscription: bytes = b'', assignment: bytes = b'') -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
         self.client_id = client_id
         self.client_host = client_host
-        self.subscribed_topic_names = [] if subscribed_topic_names is _FACTORY else subscribed_topic_names
-        self.subscribed_topic_regex = subscribed_topic_regex
-        self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.server_assignor = server_assignor
-        self.classic_member_metadata = _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata() if classic_member_metadata is _FACTORY else classic_member_metadata
+        self.rebalance_timeout = rebalance_timeout
+        self.session_timeout = session_timeout
+        self.subscription = subscription
+        self.assignment = assignment
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor, self.classic_member_metadata) == (other.instance_id, other.rack_id, other.client_id, other.client_host, other.subscribed_topic_names, other.subscribed_topic_regex, other.rebalance_timeout_ms, other.server_assignor, other.classic_member_metadata)  # type: ignore[attr-defined]
-ConsumerGroupMemberMetadataValue.__qualname__ = 'ConsumerGroupMemberMetadataValue'
+        return (self.member_id, self.group_instance_id, self.client_id, self.client_host, self.rebalance_timeout, self.session_timeout, self.subscription, self.assignment) == (other.member_id, other.group_instance_id, other.client_id, other.client_host, other.rebalance_timeout, other.session_timeout, other.subscription, other.assignment)  # type: ignore[attr-defined]
+_GroupMetadataValue_MemberMetadata.__qualname__ = 'GroupMetadataValue.MemberMetadata'
 
-ConsumerGroupMemberMetadataValue.ClassicProtocol = _ConsumerGroupMemberMetadataValue_ClassicProtocol  # type: ignore[attr-defined]
-ConsumerGroupMemberMetadataValue.ClassicMemberMetadata = _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata  # type: ignore[attr-defined]
+class GroupMetadataValue(_Message):
+    __slots__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members')
+    __match_args__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members')
+    API_KEY: ClassVar[int | None] = 2
+    KIND: ClassVar[str] = 'coordinator-value'
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: list[GroupMetadataValue.MemberMetadata]
+
+    def __init__(self, protocol_type: str = '', generation: int = 0, protocol: str | None = '', leader: str | None = '', current_state_timestamp: int = -1, members: list[GroupMetadataValue.MemberMetadata] = _FACTORY) -> None:
+        self.protocol_type = protocol_type
+        self.generation = generation
+        self.protocol = protocol
+        self.leader = leader
+        self.current_state_timestamp = current_state_timestamp
+        self.members = [] if members is _FACTORY else members
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.protocol_type, self.generation, self.protocol, self.leader, self.current_state_timestamp, self.members) == (other.protocol_type, other.generation, other.protocol, other.leader, other.current_state_timestamp, other.members)  # type: ignore[attr-defined]
+GroupMetadataValue.__qualname__ = 'GroupMetadataValue'
+
+GroupMetadataValue.MemberMetadata = _GroupMetadataValue_MemberMetadata  # type: ignore[attr-defined]
 
 
 class ConsumerGroupMetadataKey(_Message):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
+    API_KEY: ClassVar[int | None] = 3
+    KIND: ClassVar[str] = 'coordinator-key'
     group_id: str
 
     def __init__(self, group_id: str = '') -> None:
@@ -9493,27 +10989,29 @@ ConsumerGroupMetadataKey.__qualname__ = 'ConsumerGroupMetadataKey'
 
 
 class ConsumerGroupMetadataValue(_Message):
-    __slots__ = ('epoch',)
-    __match_args__ = ('epoch',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
+    __slots__ = ('epoch', 'metadata_hash')
+    __match_args__ = ('epoch', 'metadata_hash')
+    API_KEY: ClassVar[int | None] = 3
+    KIND: ClassVar[str] = 'coordinator-value'
     epoch: int
+    metadata_hash: int
 
-    def __init__(self, epoch: int = 0) -> None:
+    def __init__(self, epoch: int = 0, metadata_hash: int = 0) -> None:
         self.epoch = epoch
+        self.metadata_hash = metadata_hash
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.epoch,) == (other.epoch,)  # type: ignore[attr-defined]
+        return (self.epoch, self.metadata_hash) == (other.epoch, other.metadata_hash)  # type: ignore[attr-defined]
 ConsumerGroupMetadataValue.__qualname__ = 'ConsumerGroupMetadataValue'
 
 
 class ConsumerGroupPartitionMetadataKey(_Message):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
+    API_KEY: ClassVar[int | None] = 4
+    KIND: ClassVar[str] = 'coordinator-key'
     group_id: str
 
     def __init__(self, group_id: str = '') -> None:
@@ -9565,8 +11063,8 @@ _ConsumerGroupPartitionMetadataValue_TopicMetadata.__qualname__ = 'ConsumerGroup
 class ConsumerGroupPartitionMetadataValue(_Message):
     __slots__ = ('topics',)
     __match_args__ = ('topics',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
+    API_KEY: ClassVar[int | None] = 4
+    KIND: ClassVar[str] = 'coordinator-value'
     topics: list[ConsumerGroupPartitionMetadataValue.TopicMetadata]
 
     def __init__(self, topics: list[ConsumerGroupPartitionMetadataValue.TopicMetadata] = _FACTORY) -> None:
@@ -9582,11 +11080,134 @@ ConsumerGroupPartitionMetadataValue.PartitionMetadata = _ConsumerGroupPartitionM
 ConsumerGroupPartitionMetadataValue.TopicMetadata = _ConsumerGroupPartitionMetadataValue_TopicMetadata  # type: ignore[attr-defined]
 
 
+class ConsumerGroupMemberMetadataKey(_Message):
+    __slots__ = ('group_id', 'member_id')
+    __match_args__ = ('group_id', 'member_id')
+    API_KEY: ClassVar[int | None] = 5
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    member_id: str
+
+    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
+ConsumerGroupMemberMetadataKey.__qualname__ = 'ConsumerGroupMemberMetadataKey'
+
+
+class _ConsumerGroupMemberMetadataValue_ClassicProtocol(_Message):
+    __slots__ = ('name', 'metadata')
+    __match_args__ = ('name', 'metadata')
+    name: str
+    metadata: bytes
+
+    def __init__(self, name: str = '', metadata: bytes = b'') -> None:
+        self.name = name
+        self.metadata = metadata
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.metadata) == (other.name, other.metadata)  # type: ignore[attr-defined]
+_ConsumerGroupMemberMetadataValue_ClassicProtocol.__qualname__ = 'ConsumerGroupMemberMetadataValue.ClassicProtocol'
+
+class _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(_Message):
+    __slots__ = ('session_timeout_ms', 'supported_protocols')
+    __match_args__ = ('session_timeout_ms', 'supported_protocols')
+    session_timeout_ms: int
+    supported_protocols: list[ConsumerGroupMemberMetadataValue.ClassicProtocol]
+
+    def __init__(self, session_timeout_ms: int = 0, supported_protocols: list[ConsumerGroupMemberMetadataValue.ClassicProtocol] = _FACTORY) -> None:
+        self.session_timeout_ms = session_timeout_ms
+        self.supported_protocols = [] if supported_protocols is _FACTORY else supported_protocols
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_timeout_ms, self.supported_protocols) == (other.session_timeout_ms, other.supported_protocols)  # type: ignore[attr-defined]
+_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata.__qualname__ = 'ConsumerGroupMemberMetadataValue.ClassicMemberMetadata'
+
+class ConsumerGroupMemberMetadataValue(_Message):
+    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata')
+    __match_args__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata')
+    API_KEY: ClassVar[int | None] = 5
+    KIND: ClassVar[str] = 'coordinator-value'
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+    classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None
+
+    def __init__(self, instance_id: str | None = '', rack_id: str | None = '', client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FACTORY, subscribed_topic_regex: str | None = '', rebalance_timeout_ms: int = -1, server_assignor: str | None = '', classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None = _FACTORY) -> None:
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = [] if subscribed_topic_names is _FACTORY else subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.server_assignor = server_assignor
+        self.classic_member_metadata = _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata() if classic_member_metadata is _FACTORY else classic_member_metadata
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor, self.classic_member_metadata) == (other.instance_id, other.rack_id, other.client_id, other.client_host, other.subscribed_topic_names, other.subscribed_topic_regex, other.rebalance_timeout_ms, other.server_assignor, other.classic_member_metadata)  # type: ignore[attr-defined]
+ConsumerGroupMemberMetadataValue.__qualname__ = 'ConsumerGroupMemberMetadataValue'
+
+ConsumerGroupMemberMetadataValue.ClassicProtocol = _ConsumerGroupMemberMetadataValue_ClassicProtocol  # type: ignore[attr-defined]
+ConsumerGroupMemberMetadataValue.ClassicMemberMetadata = _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata  # type: ignore[attr-defined]
+
+
+class ConsumerGroupTargetAssignmentMetadataKey(_Message):
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    API_KEY: ClassVar[int | None] = 6
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+
+    def __init__(self, group_id: str = '') -> None:
+        self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
+ConsumerGroupTargetAssignmentMetadataKey.__qualname__ = 'ConsumerGroupTargetAssignmentMetadataKey'
+
+
+class ConsumerGroupTargetAssignmentMetadataValue(_Message):
+    __slots__ = ('assignment_epoch', 'assignment_timestamp')
+    __match_args__ = ('assignment_epoch', 'assignment_timestamp')
+    API_KEY: ClassVar[int | None] = 6
+    KIND: ClassVar[str] = 'coordinator-value'
+    assignment_epoch: int
+    assignment_timestamp: int
+
+    def __init__(self, assignment_epoch: int = 0, assignment_timestamp: int = 0) -> None:
+        self.assignment_epoch = assignment_epoch
+        self.assignment_timestamp = assignment_timestamp
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.assignment_epoch, self.assignment_timestamp) == (other.assignment_epoch, other.assignment_timestamp)  # type: ignore[attr-defined]
+ConsumerGroupTargetAssignmentMetadataValue.__qualname__ = 'ConsumerGroupTargetAssignmentMetadataValue'
+
+
 class ConsumerGroupTargetAssignmentMemberKey(_Message):
     __slots__ = ('group_id', 'member_id')
     __match_args__ = ('group_id', 'member_id')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
+    API_KEY: ClassVar[int | None] = 7
+    KIND: ClassVar[str] = 'coordinator-key'
     group_id: str
     member_id: str
 
@@ -9620,8 +11241,8 @@ _ConsumerGroupTargetAssignmentMemberValue_TopicPartition.__qualname__ = 'Consume
 class ConsumerGroupTargetAssignmentMemberValue(_Message):
     __slots__ = ('topic_partitions',)
     __match_args__ = ('topic_partitions',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
+    API_KEY: ClassVar[int | None] = 7
+    KIND: ClassVar[str] = 'coordinator-value'
     topic_partitions: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition]
 
     def __init__(self, topic_partitions: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition] = _FACTORY) -> None:
@@ -9636,11 +11257,117 @@ ConsumerGroupTargetAssignmentMemberValue.__qualname__ = 'ConsumerGroupTargetAssi
 ConsumerGroupTargetAssignmentMemberValue.TopicPartition = _ConsumerGroupTargetAssignmentMemberValue_TopicPartition  # type: ignore[attr-defined]
 
 
-class ConsumerGroupTargetAssignmentMetadataKey(_Message):
+class ConsumerGroupCurrentMemberAssignmentKey(_Message):
+    __slots__ = ('group_id', 'member_id')
+    __match_args__ = ('group_id', 'member_id')
+    API_KEY: ClassVar[int | None] = 8
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    member_id: str
+
+    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
+ConsumerGroupCurrentMemberAssignmentKey.__qualname__ = 'ConsumerGroupCurrentMemberAssignmentKey'
+
+
+class _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(_Message):
+    __slots__ = ('topic_id', 'partitions', 'assignment_epochs')
+    __match_args__ = ('topic_id', 'partitions', 'assignment_epochs')
+    topic_id: uuid.UUID
+    partitions: list[int]
+    assignment_epochs: list[int] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = _FACTORY, assignment_epochs: list[int] | None = _FACTORY) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.assignment_epochs = [] if assignment_epochs is _FACTORY else assignment_epochs
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.partitions, self.assignment_epochs) == (other.topic_id, other.partitions, other.assignment_epochs)  # type: ignore[attr-defined]
+_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions.__qualname__ = 'ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions'
+
+class ConsumerGroupCurrentMemberAssignmentValue(_Message):
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation')
+    __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation')
+    API_KEY: ClassVar[int | None] = 8
+    KIND: ClassVar[str] = 'coordinator-value'
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
+    partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
+
+    def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions] = _FACTORY, partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions] = _FACTORY) -> None:
+        self.member_epoch = member_epoch
+        self.previous_member_epoch = previous_member_epoch
+        self.state = state
+        self.assigned_partitions = [] if assigned_partitions is _FACTORY else assigned_partitions
+        self.partitions_pending_revocation = [] if partitions_pending_revocation is _FACTORY else partitions_pending_revocation
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned_partitions, self.partitions_pending_revocation) == (other.member_epoch, other.previous_member_epoch, other.state, other.assigned_partitions, other.partitions_pending_revocation)  # type: ignore[attr-defined]
+ConsumerGroupCurrentMemberAssignmentValue.__qualname__ = 'ConsumerGroupCurrentMemberAssignmentValue'
+
+ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions = _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions  # type: ignore[attr-defined]
+
+
+class ShareGroupMemberMetadataKey(_Message):
+    __slots__ = ('group_id', 'member_id')
+    __match_args__ = ('group_id', 'member_id')
+    API_KEY: ClassVar[int | None] = 10
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    member_id: str
+
+    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
+ShareGroupMemberMetadataKey.__qualname__ = 'ShareGroupMemberMetadataKey'
+
+
+class ShareGroupMemberMetadataValue(_Message):
+    __slots__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names')
+    __match_args__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names')
+    API_KEY: ClassVar[int | None] = 10
+    KIND: ClassVar[str] = 'coordinator-value'
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+
+    def __init__(self, rack_id: str | None = '', client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FACTORY) -> None:
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = [] if subscribed_topic_names is _FACTORY else subscribed_topic_names
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names) == (other.rack_id, other.client_id, other.client_host, other.subscribed_topic_names)  # type: ignore[attr-defined]
+ShareGroupMemberMetadataValue.__qualname__ = 'ShareGroupMemberMetadataValue'
+
+
+class ShareGroupMetadataKey(_Message):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
+    API_KEY: ClassVar[int | None] = 11
+    KIND: ClassVar[str] = 'coordinator-key'
     group_id: str
 
     def __init__(self, group_id: str = '') -> None:
@@ -9650,24 +11377,750 @@ class ConsumerGroupTargetAssignmentMetadataKey(_Message):
         if other.__class__ is not self.__class__:
             return NotImplemented
         return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
-ConsumerGroupTargetAssignmentMetadataKey.__qualname__ = 'ConsumerGroupTargetAssignmentMetadataKey'
+ShareGroupMetadataKey.__qualname__ = 'ShareGroupMetadataKey'
 
 
-class ConsumerGroupTargetAssignmentMetadataValue(_Message):
-    __slots__ = ('assignment_epoch',)
-    __match_args__ = ('assignment_epoch',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    assignment_epoch: int
+class ShareGroupMetadataValue(_Message):
+    __slots__ = ('epoch', 'metadata_hash')
+    __match_args__ = ('epoch', 'metadata_hash')
+    API_KEY: ClassVar[int | None] = 11
+    KIND: ClassVar[str] = 'coordinator-value'
+    epoch: int
+    metadata_hash: int
 
-    def __init__(self, assignment_epoch: int = 0) -> None:
-        self.assignment_epoch = assignment_epoch
+    def __init__(self, epoch: int = 0, metadata_hash: int = 0) -> None:
+        self.epoch = epoch
+        self.metadata_hash = metadata_hash
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.assignment_epoch,) == (other.assignment_epoch,)  # type: ignore[attr-defined]
-ConsumerGroupTargetAssignmentMetadataValue.__qualname__ = 'ConsumerGroupTargetAssignmentMetadataValue'
+        return (self.epoch, self.metadata_hash) == (other.epoch, other.metadata_hash)  # type: ignore[attr-defined]
+ShareGroupMetadataValue.__qualname__ = 'ShareGroupMetadataValue'
+
+
+class ShareGroupTargetAssignmentMetadataKey(_Message):
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    API_KEY: ClassVar[int | None] = 12
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+
+    def __init__(self, group_id: str = '') -> None:
+        self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
+ShareGroupTargetAssignmentMetadataKey.__qualname__ = 'ShareGroupTargetAssignmentMetadataKey'
+
+
+class ShareGroupTargetAssignmentMetadataValue(_Message):
+    __slots__ = ('assignment_epoch', 'assignment_timestamp')
+    __match_args__ = ('assignment_epoch', 'assignment_timestamp')
+    API_KEY: ClassVar[int | None] = 12
+    KIND: ClassVar[str] = 'coordinator-value'
+    assignment_epoch: int
+    assignment_timestamp: int
+
+    def __init__(self, assignment_epoch: int = 0, assignment_timestamp: int = 0) -> None:
+        self.assignment_epoch = assignment_epoch
+        self.assignment_timestamp = assignment_timestamp
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.assignment_epoch, self.assignment_timestamp) == (other.assignment_epoch, other.assignment_timestamp)  # type: ignore[attr-defined]
+ShareGroupTargetAssignmentMetadataValue.__qualname__ = 'ShareGroupTargetAssignmentMetadataValue'
+
+
+class ShareGroupTargetAssignmentMemberKey(_Message):
+    __slots__ = ('group_id', 'member_id')
+    __match_args__ = ('group_id', 'member_id')
+    API_KEY: ClassVar[int | None] = 13
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    member_id: str
+
+    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
+ShareGroupTargetAssignmentMemberKey.__qualname__ = 'ShareGroupTargetAssignmentMemberKey'
+
+
+class _ShareGroupTargetAssignmentMemberValue_TopicPartition(_Message):
+    __slots__ = ('topic_id', 'partitions')
+    __match_args__ = ('topic_id', 'partitions')
+    topic_id: uuid.UUID
+    partitions: list[int]
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.partitions) == (other.topic_id, other.partitions)  # type: ignore[attr-defined]
+_ShareGroupTargetAssignmentMemberValue_TopicPartition.__qualname__ = 'ShareGroupTargetAssignmentMemberValue.TopicPartition'
+
+class ShareGroupTargetAssignmentMemberValue(_Message):
+    __slots__ = ('topic_partitions',)
+    __match_args__ = ('topic_partitions',)
+    API_KEY: ClassVar[int | None] = 13
+    KIND: ClassVar[str] = 'coordinator-value'
+    topic_partitions: list[ShareGroupTargetAssignmentMemberValue.TopicPartition]
+
+    def __init__(self, topic_partitions: list[ShareGroupTargetAssignmentMemberValue.TopicPartition] = _FACTORY) -> None:
+        self.topic_partitions = [] if topic_partitions is _FACTORY else topic_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_partitions,) == (other.topic_partitions,)  # type: ignore[attr-defined]
+ShareGroupTargetAssignmentMemberValue.__qualname__ = 'ShareGroupTargetAssignmentMemberValue'
+
+ShareGroupTargetAssignmentMemberValue.TopicPartition = _ShareGroupTargetAssignmentMemberValue_TopicPartition  # type: ignore[attr-defined]
+
+
+class ShareGroupCurrentMemberAssignmentKey(_Message):
+    __slots__ = ('group_id', 'member_id')
+    __match_args__ = ('group_id', 'member_id')
+    API_KEY: ClassVar[int | None] = 14
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    member_id: str
+
+    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
+ShareGroupCurrentMemberAssignmentKey.__qualname__ = 'ShareGroupCurrentMemberAssignmentKey'
+
+
+class _ShareGroupCurrentMemberAssignmentValue_TopicPartitions(_Message):
+    __slots__ = ('topic_id', 'partitions')
+    __match_args__ = ('topic_id', 'partitions')
+    topic_id: uuid.UUID
+    partitions: list[int]
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.partitions) == (other.topic_id, other.partitions)  # type: ignore[attr-defined]
+_ShareGroupCurrentMemberAssignmentValue_TopicPartitions.__qualname__ = 'ShareGroupCurrentMemberAssignmentValue.TopicPartitions'
+
+class ShareGroupCurrentMemberAssignmentValue(_Message):
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions')
+    __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions')
+    API_KEY: ClassVar[int | None] = 14
+    KIND: ClassVar[str] = 'coordinator-value'
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: list[ShareGroupCurrentMemberAssignmentValue.TopicPartitions]
+
+    def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[ShareGroupCurrentMemberAssignmentValue.TopicPartitions] = _FACTORY) -> None:
+        self.member_epoch = member_epoch
+        self.previous_member_epoch = previous_member_epoch
+        self.state = state
+        self.assigned_partitions = [] if assigned_partitions is _FACTORY else assigned_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned_partitions) == (other.member_epoch, other.previous_member_epoch, other.state, other.assigned_partitions)  # type: ignore[attr-defined]
+ShareGroupCurrentMemberAssignmentValue.__qualname__ = 'ShareGroupCurrentMemberAssignmentValue'
+
+ShareGroupCurrentMemberAssignmentValue.TopicPartitions = _ShareGroupCurrentMemberAssignmentValue_TopicPartitions  # type: ignore[attr-defined]
+
+
+class ShareGroupStatePartitionMetadataKey(_Message):
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    API_KEY: ClassVar[int | None] = 15
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+
+    def __init__(self, group_id: str = '') -> None:
+        self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
+ShareGroupStatePartitionMetadataKey.__qualname__ = 'ShareGroupStatePartitionMetadataKey'
+
+
+class _ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo(_Message):
+    __slots__ = ('topic_id', 'topic_name', 'partitions')
+    __match_args__ = ('topic_id', 'topic_name', 'partitions')
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: list[int]
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.topic_name, self.partitions) == (other.topic_id, other.topic_name, other.partitions)  # type: ignore[attr-defined]
+_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo.__qualname__ = 'ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo'
+
+class _ShareGroupStatePartitionMetadataValue_TopicInfo(_Message):
+    __slots__ = ('topic_id', 'topic_name')
+    __match_args__ = ('topic_id', 'topic_name')
+    topic_id: uuid.UUID
+    topic_name: str
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '') -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.topic_name) == (other.topic_id, other.topic_name)  # type: ignore[attr-defined]
+_ShareGroupStatePartitionMetadataValue_TopicInfo.__qualname__ = 'ShareGroupStatePartitionMetadataValue.TopicInfo'
+
+class ShareGroupStatePartitionMetadataValue(_Message):
+    __slots__ = ('initializing_topics', 'initialized_topics', 'deleting_topics')
+    __match_args__ = ('initializing_topics', 'initialized_topics', 'deleting_topics')
+    API_KEY: ClassVar[int | None] = 15
+    KIND: ClassVar[str] = 'coordinator-value'
+    initializing_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo]
+    initialized_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo]
+    deleting_topics: list[ShareGroupStatePartitionMetadataValue.TopicInfo]
+
+    def __init__(self, initializing_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo] = _FACTORY, initialized_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo] = _FACTORY, deleting_topics: list[ShareGroupStatePartitionMetadataValue.TopicInfo] = _FACTORY) -> None:
+        self.initializing_topics = [] if initializing_topics is _FACTORY else initializing_topics
+        self.initialized_topics = [] if initialized_topics is _FACTORY else initialized_topics
+        self.deleting_topics = [] if deleting_topics is _FACTORY else deleting_topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.initializing_topics, self.initialized_topics, self.deleting_topics) == (other.initializing_topics, other.initialized_topics, other.deleting_topics)  # type: ignore[attr-defined]
+ShareGroupStatePartitionMetadataValue.__qualname__ = 'ShareGroupStatePartitionMetadataValue'
+
+ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo = _ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo  # type: ignore[attr-defined]
+ShareGroupStatePartitionMetadataValue.TopicInfo = _ShareGroupStatePartitionMetadataValue_TopicInfo  # type: ignore[attr-defined]
+
+
+class ConsumerGroupRegularExpressionKey(_Message):
+    __slots__ = ('group_id', 'regular_expression')
+    __match_args__ = ('group_id', 'regular_expression')
+    API_KEY: ClassVar[int | None] = 16
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    regular_expression: str
+
+    def __init__(self, group_id: str = '', regular_expression: str = '') -> None:
+        self.group_id = group_id
+        self.regular_expression = regular_expression
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.regular_expression) == (other.group_id, other.regular_expression)  # type: ignore[attr-defined]
+ConsumerGroupRegularExpressionKey.__qualname__ = 'ConsumerGroupRegularExpressionKey'
+
+
+class ConsumerGroupRegularExpressionValue(_Message):
+    __slots__ = ('topics', 'version', 'timestamp')
+    __match_args__ = ('topics', 'version', 'timestamp')
+    API_KEY: ClassVar[int | None] = 16
+    KIND: ClassVar[str] = 'coordinator-value'
+    topics: list[str]
+    version: int
+    timestamp: int
+
+    def __init__(self, topics: list[str] = _FACTORY, version: int = 0, timestamp: int = 0) -> None:
+        self.topics = [] if topics is _FACTORY else topics
+        self.version = version
+        self.timestamp = timestamp
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topics, self.version, self.timestamp) == (other.topics, other.version, other.timestamp)  # type: ignore[attr-defined]
+ConsumerGroupRegularExpressionValue.__qualname__ = 'ConsumerGroupRegularExpressionValue'
+
+
+class StreamsGroupMetadataKey(_Message):
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    API_KEY: ClassVar[int | None] = 17
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+
+    def __init__(self, group_id: str = '') -> None:
+        self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
+StreamsGroupMetadataKey.__qualname__ = 'StreamsGroupMetadataKey'
+
+
+class _StreamsGroupMetadataValue_LastAssignmentConfig(_Message):
+    __slots__ = ('key', 'value')
+    __match_args__ = ('key', 'value')
+    key: str
+    value: str
+
+    def __init__(self, key: str = '', value: str = '') -> None:
+        self.key = key
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)  # type: ignore[attr-defined]
+_StreamsGroupMetadataValue_LastAssignmentConfig.__qualname__ = 'StreamsGroupMetadataValue.LastAssignmentConfig'
+
+class StreamsGroupMetadataValue(_Message):
+    __slots__ = ('epoch', 'metadata_hash', 'validated_topology_epoch', 'last_assignment_configs', 'stored_description_topology_epoch', 'failed_description_topology_epoch')
+    __match_args__ = ('epoch', 'metadata_hash', 'validated_topology_epoch', 'last_assignment_configs', 'stored_description_topology_epoch', 'failed_description_topology_epoch')
+    API_KEY: ClassVar[int | None] = 17
+    KIND: ClassVar[str] = 'coordinator-value'
+    epoch: int
+    metadata_hash: int
+    validated_topology_epoch: int
+    last_assignment_configs: list[StreamsGroupMetadataValue.LastAssignmentConfig] | None
+    stored_description_topology_epoch: int
+    failed_description_topology_epoch: int
+
+    def __init__(self, epoch: int = 0, metadata_hash: int = 0, validated_topology_epoch: int = -1, last_assignment_configs: list[StreamsGroupMetadataValue.LastAssignmentConfig] | None = _FACTORY, stored_description_topology_epoch: int = -1, failed_description_topology_epoch: int = -1) -> None:
+        self.epoch = epoch
+        self.metadata_hash = metadata_hash
+        self.validated_topology_epoch = validated_topology_epoch
+        self.last_assignment_configs = [] if last_assignment_configs is _FACTORY else last_assignment_configs
+        self.stored_description_topology_epoch = stored_description_topology_epoch
+        self.failed_description_topology_epoch = failed_description_topology_epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.epoch, self.metadata_hash, self.validated_topology_epoch, self.last_assignment_configs, self.stored_description_topology_epoch, self.failed_description_topology_epoch) == (other.epoch, other.metadata_hash, other.validated_topology_epoch, other.last_assignment_configs, other.stored_description_topology_epoch, other.failed_description_topology_epoch)  # type: ignore[attr-defined]
+StreamsGroupMetadataValue.__qualname__ = 'StreamsGroupMetadataValue'
+
+StreamsGroupMetadataValue.LastAssignmentConfig = _StreamsGroupMetadataValue_LastAssignmentConfig  # type: ignore[attr-defined]
+
+
+class StreamsGroupMemberMetadataKey(_Message):
+    __slots__ = ('group_id', 'member_id')
+    __match_args__ = ('group_id', 'member_id')
+    API_KEY: ClassVar[int | None] = 19
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    member_id: str
+
+    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
+StreamsGroupMemberMetadataKey.__qualname__ = 'StreamsGroupMemberMetadataKey'
+
+
+class _StreamsGroupMemberMetadataValue_Endpoint(_Message):
+    __slots__ = ('host', 'port')
+    __match_args__ = ('host', 'port')
+    host: str
+    port: int
+
+    def __init__(self, host: str = '', port: int = 0) -> None:
+        self.host = host
+        self.port = port
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.host, self.port) == (other.host, other.port)  # type: ignore[attr-defined]
+_StreamsGroupMemberMetadataValue_Endpoint.__qualname__ = 'StreamsGroupMemberMetadataValue.Endpoint'
+
+class _StreamsGroupMemberMetadataValue_KeyValue(_Message):
+    __slots__ = ('key', 'value')
+    __match_args__ = ('key', 'value')
+    key: str
+    value: str
+
+    def __init__(self, key: str = '', value: str = '') -> None:
+        self.key = key
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)  # type: ignore[attr-defined]
+_StreamsGroupMemberMetadataValue_KeyValue.__qualname__ = 'StreamsGroupMemberMetadataValue.KeyValue'
+
+class StreamsGroupMemberMetadataValue(_Message):
+    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'rebalance_timeout_ms', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags')
+    __match_args__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'rebalance_timeout_ms', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags')
+    API_KEY: ClassVar[int | None] = 19
+    KIND: ClassVar[str] = 'coordinator-value'
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    topology_epoch: int
+    process_id: str
+    user_endpoint: StreamsGroupMemberMetadataValue.Endpoint | None
+    client_tags: list[StreamsGroupMemberMetadataValue.KeyValue]
+
+    def __init__(self, instance_id: str | None = '', rack_id: str | None = '', client_id: str = '', client_host: str = '', rebalance_timeout_ms: int = -1, topology_epoch: int = 0, process_id: str = '', user_endpoint: StreamsGroupMemberMetadataValue.Endpoint | None = None, client_tags: list[StreamsGroupMemberMetadataValue.KeyValue] = _FACTORY) -> None:
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.topology_epoch = topology_epoch
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = [] if client_tags is _FACTORY else client_tags
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms, self.topology_epoch, self.process_id, self.user_endpoint, self.client_tags) == (other.instance_id, other.rack_id, other.client_id, other.client_host, other.rebalance_timeout_ms, other.topology_epoch, other.process_id, other.user_endpoint, other.client_tags)  # type: ignore[attr-defined]
+StreamsGroupMemberMetadataValue.__qualname__ = 'StreamsGroupMemberMetadataValue'
+
+StreamsGroupMemberMetadataValue.Endpoint = _StreamsGroupMemberMetadataValue_Endpoint  # type: ignore[attr-defined]
+StreamsGroupMemberMetadataValue.KeyValue = _StreamsGroupMemberMetadataValue_KeyValue  # type: ignore[attr-defined]
+
+
+class StreamsGroupTargetAssignmentMetadataKey(_Message):
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    API_KEY: ClassVar[int | None] = 20
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+
+    def __init__(self, group_id: str = '') -> None:
+        self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
+StreamsGroupTargetAssignmentMetadataKey.__qualname__ = 'StreamsGroupTargetAssignmentMetadataKey'
+
+
+class StreamsGroupTargetAssignmentMetadataValue(_Message):
+    __slots__ = ('assignment_epoch', 'assignment_timestamp')
+    __match_args__ = ('assignment_epoch', 'assignment_timestamp')
+    API_KEY: ClassVar[int | None] = 20
+    KIND: ClassVar[str] = 'coordinator-value'
+    assignment_epoch: int
+    assignment_timestamp: int
+
+    def __init__(self, assignment_epoch: int = 0, assignment_timestamp: int = 0) -> None:
+        self.assignment_epoch = assignment_epoch
+        self.assignment_timestamp = assignment_timestamp
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.assignment_epoch, self.assignment_timestamp) == (other.assignment_epoch, other.assignment_timestamp)  # type: ignore[attr-defined]
+StreamsGroupTargetAssignmentMetadataValue.__qualname__ = 'StreamsGroupTargetAssignmentMetadataValue'
+
+
+class StreamsGroupTargetAssignmentMemberKey(_Message):
+    __slots__ = ('group_id', 'member_id')
+    __match_args__ = ('group_id', 'member_id')
+    API_KEY: ClassVar[int | None] = 21
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    member_id: str
+
+    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
+StreamsGroupTargetAssignmentMemberKey.__qualname__ = 'StreamsGroupTargetAssignmentMemberKey'
+
+
+class _StreamsGroupTargetAssignmentMemberValue_TaskIds(_Message):
+    __slots__ = ('subtopology_id', 'partitions')
+    __match_args__ = ('subtopology_id', 'partitions')
+    subtopology_id: str
+    partitions: list[int]
+
+    def __init__(self, subtopology_id: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.partitions) == (other.subtopology_id, other.partitions)  # type: ignore[attr-defined]
+_StreamsGroupTargetAssignmentMemberValue_TaskIds.__qualname__ = 'StreamsGroupTargetAssignmentMemberValue.TaskIds'
+
+class StreamsGroupTargetAssignmentMemberValue(_Message):
+    __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks')
+    __match_args__ = ('active_tasks', 'standby_tasks', 'warmup_tasks')
+    API_KEY: ClassVar[int | None] = 21
+    KIND: ClassVar[str] = 'coordinator-value'
+    active_tasks: list[StreamsGroupTargetAssignmentMemberValue.TaskIds]
+    standby_tasks: list[StreamsGroupTargetAssignmentMemberValue.TaskIds]
+    warmup_tasks: list[StreamsGroupTargetAssignmentMemberValue.TaskIds]
+
+    def __init__(self, active_tasks: list[StreamsGroupTargetAssignmentMemberValue.TaskIds] = _FACTORY, standby_tasks: list[StreamsGroupTargetAssignmentMemberValue.TaskIds] = _FACTORY, warmup_tasks: list[StreamsGroupTargetAssignmentMemberValue.TaskIds] = _FACTORY) -> None:
+        self.active_tasks = [] if active_tasks is _FACTORY else active_tasks
+        self.standby_tasks = [] if standby_tasks is _FACTORY else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is _FACTORY else warmup_tasks
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.active_tasks, self.standby_tasks, self.warmup_tasks) == (other.active_tasks, other.standby_tasks, other.warmup_tasks)  # type: ignore[attr-defined]
+StreamsGroupTargetAssignmentMemberValue.__qualname__ = 'StreamsGroupTargetAssignmentMemberValue'
+
+StreamsGroupTargetAssignmentMemberValue.TaskIds = _StreamsGroupTargetAssignmentMemberValue_TaskIds  # type: ignore[attr-defined]
+
+
+class StreamsGroupCurrentMemberAssignmentKey(_Message):
+    __slots__ = ('group_id', 'member_id')
+    __match_args__ = ('group_id', 'member_id')
+    API_KEY: ClassVar[int | None] = 22
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+    member_id: str
+
+    def __init__(self, group_id: str = '', member_id: str = '') -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
+StreamsGroupCurrentMemberAssignmentKey.__qualname__ = 'StreamsGroupCurrentMemberAssignmentKey'
+
+
+class _StreamsGroupCurrentMemberAssignmentValue_TaskIds(_Message):
+    __slots__ = ('subtopology_id', 'partitions', 'assignment_epochs')
+    __match_args__ = ('subtopology_id', 'partitions', 'assignment_epochs')
+    subtopology_id: str
+    partitions: list[int]
+    assignment_epochs: list[int] | None
+
+    def __init__(self, subtopology_id: str = '', partitions: list[int] = _FACTORY, assignment_epochs: list[int] | None = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is _FACTORY else partitions
+        self.assignment_epochs = [] if assignment_epochs is _FACTORY else assignment_epochs
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.partitions, self.assignment_epochs) == (other.subtopology_id, other.partitions, other.assignment_epochs)  # type: ignore[attr-defined]
+_StreamsGroupCurrentMemberAssignmentValue_TaskIds.__qualname__ = 'StreamsGroupCurrentMemberAssignmentValue.TaskIds'
+
+class StreamsGroupCurrentMemberAssignmentValue(_Message):
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'active_tasks_pending_revocation', 'standby_tasks_pending_revocation', 'warmup_tasks_pending_revocation')
+    __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'active_tasks_pending_revocation', 'standby_tasks_pending_revocation', 'warmup_tasks_pending_revocation')
+    API_KEY: ClassVar[int | None] = 22
+    KIND: ClassVar[str] = 'coordinator-value'
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    active_tasks: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds]
+    standby_tasks: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds]
+    warmup_tasks: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds]
+    active_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds]
+    standby_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds]
+    warmup_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds]
+
+    def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, active_tasks: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds] = _FACTORY, standby_tasks: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds] = _FACTORY, warmup_tasks: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds] = _FACTORY, active_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds] = _FACTORY, standby_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds] = _FACTORY, warmup_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValue.TaskIds] = _FACTORY) -> None:
+        self.member_epoch = member_epoch
+        self.previous_member_epoch = previous_member_epoch
+        self.state = state
+        self.active_tasks = [] if active_tasks is _FACTORY else active_tasks
+        self.standby_tasks = [] if standby_tasks is _FACTORY else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is _FACTORY else warmup_tasks
+        self.active_tasks_pending_revocation = [] if active_tasks_pending_revocation is _FACTORY else active_tasks_pending_revocation
+        self.standby_tasks_pending_revocation = [] if standby_tasks_pending_revocation is _FACTORY else standby_tasks_pending_revocation
+        self.warmup_tasks_pending_revocation = [] if warmup_tasks_pending_revocation is _FACTORY else warmup_tasks_pending_revocation
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.member_epoch, self.previous_member_epoch, self.state, self.active_tasks, self.standby_tasks, self.warmup_tasks, self.active_tasks_pending_revocation, self.standby_tasks_pending_revocation, self.warmup_tasks_pending_revocation) == (other.member_epoch, other.previous_member_epoch, other.state, other.active_tasks, other.standby_tasks, other.warmup_tasks, other.active_tasks_pending_revocation, other.standby_tasks_pending_revocation, other.warmup_tasks_pending_revocation)  # type: ignore[attr-defined]
+StreamsGroupCurrentMemberAssignmentValue.__qualname__ = 'StreamsGroupCurrentMemberAssignmentValue'
+
+StreamsGroupCurrentMemberAssignmentValue.TaskIds = _StreamsGroupCurrentMemberAssignmentValue_TaskIds  # type: ignore[attr-defined]
+
+
+class StreamsGroupTopologyKey(_Message):
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    API_KEY: ClassVar[int | None] = 23
+    KIND: ClassVar[str] = 'coordinator-key'
+    group_id: str
+
+    def __init__(self, group_id: str = '') -> None:
+        self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
+StreamsGroupTopologyKey.__qualname__ = 'StreamsGroupTopologyKey'
+
+
+class _StreamsGroupTopologyValue_TopicConfig(_Message):
+    __slots__ = ('key', 'value')
+    __match_args__ = ('key', 'value')
+    key: str
+    value: str
+
+    def __init__(self, key: str = '', value: str = '') -> None:
+        self.key = key
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)  # type: ignore[attr-defined]
+_StreamsGroupTopologyValue_TopicConfig.__qualname__ = 'StreamsGroupTopologyValue.TopicConfig'
+
+class _StreamsGroupTopologyValue_TopicInfo(_Message):
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
+    __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: list[StreamsGroupTopologyValue.TopicConfig]
+
+    def __init__(self, name: str = '', partitions: int = 0, replication_factor: int = 0, topic_configs: list[StreamsGroupTopologyValue.TopicConfig] = _FACTORY) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is _FACTORY else topic_configs
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.partitions, self.replication_factor, self.topic_configs) == (other.name, other.partitions, other.replication_factor, other.topic_configs)  # type: ignore[attr-defined]
+_StreamsGroupTopologyValue_TopicInfo.__qualname__ = 'StreamsGroupTopologyValue.TopicInfo'
+
+class _StreamsGroupTopologyValue_CopartitionGroup(_Message):
+    __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics')
+    __match_args__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics')
+    source_topics: list[int]
+    source_topic_regex: list[int]
+    repartition_source_topics: list[int]
+
+    def __init__(self, source_topics: list[int] = _FACTORY, source_topic_regex: list[int] = _FACTORY, repartition_source_topics: list[int] = _FACTORY) -> None:
+        self.source_topics = [] if source_topics is _FACTORY else source_topics
+        self.source_topic_regex = [] if source_topic_regex is _FACTORY else source_topic_regex
+        self.repartition_source_topics = [] if repartition_source_topics is _FACTORY else repartition_source_topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.source_topics, self.source_topic_regex, self.repartition_source_topics) == (other.source_topics, other.source_topic_regex, other.repartition_source_topics)  # type: ignore[attr-defined]
+_StreamsGroupTopologyValue_CopartitionGroup.__qualname__ = 'StreamsGroupTopologyValue.CopartitionGroup'
+
+class _StreamsGroupTopologyValue_Subtopology(_Message):
+    __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups')
+    __match_args__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups')
+    subtopology_id: str
+    source_topics: list[str]
+    source_topic_regex: list[str]
+    state_changelog_topics: list[StreamsGroupTopologyValue.TopicInfo]
+    repartition_sink_topics: list[str]
+    repartition_source_topics: list[StreamsGroupTopologyValue.TopicInfo]
+    copartition_groups: list[StreamsGroupTopologyValue.CopartitionGroup]
+
+    def __init__(self, subtopology_id: str = '', source_topics: list[str] = _FACTORY, source_topic_regex: list[str] = _FACTORY, state_changelog_topics: list[StreamsGroupTopologyValue.TopicInfo] = _FACTORY, repartition_sink_topics: list[str] = _FACTORY, repartition_source_topics: list[StreamsGroupTopologyValue.TopicInfo] = _FACTORY, copartition_groups: list[StreamsGroupTopologyValue.CopartitionGroup] = _FACTORY) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is _FACTORY else source_topics
+        self.source_topic_regex = [] if source_topic_regex is _FACTORY else source_topic_regex
+        self.state_changelog_topics = [] if state_changelog_topics is _FACTORY else state_changelog_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is _FACTORY else repartition_sink_topics
+        self.repartition_source_topics = [] if repartition_source_topics is _FACTORY else repartition_source_topics
+        self.copartition_groups = [] if copartition_groups is _FACTORY else copartition_groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subtopology_id, self.source_topics, self.source_topic_regex, self.state_changelog_topics, self.repartition_sink_topics, self.repartition_source_topics, self.copartition_groups) == (other.subtopology_id, other.source_topics, other.source_topic_regex, other.state_changelog_topics, other.repartition_sink_topics, other.repartition_source_topics, other.copartition_groups)  # type: ignore[attr-defined]
+_StreamsGroupTopologyValue_Subtopology.__qualname__ = 'StreamsGroupTopologyValue.Subtopology'
+
+class StreamsGroupTopologyValue(_Message):
+    __slots__ = ('epoch', 'subtopologies')
+    __match_args__ = ('epoch', 'subtopologies')
+    API_KEY: ClassVar[int | None] = 23
+    KIND: ClassVar[str] = 'coordinator-value'
+    epoch: int
+    subtopologies: list[StreamsGroupTopologyValue.Subtopology]
+
+    def __init__(self, epoch: int = 0, subtopologies: list[StreamsGroupTopologyValue.Subtopology] = _FACTORY) -> None:
+        self.epoch = epoch
+        self.subtopologies = [] if subtopologies is _FACTORY else subtopologies
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.epoch, self.subtopologies) == (other.epoch, other.subtopologies)  # type: ignore[attr-defined]
+StreamsGroupTopologyValue.__qualname__ = 'StreamsGroupTopologyValue'
+
+StreamsGroupTopologyValue.TopicConfig = _StreamsGroupTopologyValue_TopicConfig  # type: ignore[attr-defined]
+StreamsGroupTopologyValue.TopicInfo = _StreamsGroupTopologyValue_TopicInfo  # type: ignore[attr-defined]
+StreamsGroupTopologyValue.CopartitionGroup = _StreamsGroupTopologyValue_CopartitionGroup  # type: ignore[attr-defined]
+StreamsGroupTopologyValue.Subtopology = _StreamsGroupTopologyValue_Subtopology  # type: ignore[attr-defined]
+
+
+class AbortedTxn(_Message):
+    __slots__ = ('producer_id', 'first_offset', 'last_offset', 'last_stable_offset')
+    __match_args__ = ('producer_id', 'first_offset', 'last_offset', 'last_stable_offset')
+    API_KEY: ClassVar[int | None] = None
+    KIND: ClassVar[str] = 'data'
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    def __init__(self, producer_id: int = 0, first_offset: int = 0, last_offset: int = 0, last_stable_offset: int = 0) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.last_stable_offset = last_stable_offset
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset) == (other.producer_id, other.first_offset, other.last_offset, other.last_stable_offset)  # type: ignore[attr-defined]
+AbortedTxn.__qualname__ = 'AbortedTxn'
 
 
 class _ConsumerProtocolAssignment_TopicPartition(_Message):
@@ -9750,6 +12203,23 @@ ConsumerProtocolSubscription.__qualname__ = 'ConsumerProtocolSubscription'
 ConsumerProtocolSubscription.TopicPartition = _ConsumerProtocolSubscription_TopicPartition  # type: ignore[attr-defined]
 
 
+class ControlRecordTypeSchema(_Message):
+    __slots__ = ('type',)
+    __match_args__ = ('type',)
+    API_KEY: ClassVar[int | None] = None
+    KIND: ClassVar[str] = 'data'
+    type: int
+
+    def __init__(self, type: int = 0) -> None:
+        self.type = type
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.type,) == (other.type,)  # type: ignore[attr-defined]
+ControlRecordTypeSchema.__qualname__ = 'ControlRecordTypeSchema'
+
+
 class DefaultPrincipalData(_Message):
     __slots__ = ('type', 'name', 'token_authenticated')
     __match_args__ = ('type', 'name', 'token_authenticated')
@@ -9771,78 +12241,21 @@ class DefaultPrincipalData(_Message):
 DefaultPrincipalData.__qualname__ = 'DefaultPrincipalData'
 
 
-class GroupMetadataKey(_Message):
-    __slots__ = ('group',)
-    __match_args__ = ('group',)
+class EndTxnMarker(_Message):
+    __slots__ = ('coordinator_epoch',)
+    __match_args__ = ('coordinator_epoch',)
     API_KEY: ClassVar[int | None] = None
     KIND: ClassVar[str] = 'data'
-    group: str
+    coordinator_epoch: int
 
-    def __init__(self, group: str = '') -> None:
-        self.group = group
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group,) == (other.group,)  # type: ignore[attr-defined]
-GroupMetadataKey.__qualname__ = 'GroupMetadataKey'
-
-
-class _GroupMetadataValue_MemberMetadata(_Message):
-    __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment')
-    __match_args__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment')
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout: int
-    session_timeout: int
-    subscription: bytes
-    assignment: bytes
-
-    def __init__(self, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', rebalance_timeout: int = -1, session_timeout: int = 0, subscription: bytes = b'', assignment: bytes = b'') -> None:
-        self.member_id = member_id
-        self.group_instance_id = group_instance_id
-        self.client_id = client_id
-        self.client_host = client_host
-        self.rebalance_timeout = rebalance_timeout
-        self.session_timeout = session_timeout
-        self.subscription = subscription
-        self.assignment = assignment
+    def __init__(self, coordinator_epoch: int = 0) -> None:
+        self.coordinator_epoch = coordinator_epoch
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.member_id, self.group_instance_id, self.client_id, self.client_host, self.rebalance_timeout, self.session_timeout, self.subscription, self.assignment) == (other.member_id, other.group_instance_id, other.client_id, other.client_host, other.rebalance_timeout, other.session_timeout, other.subscription, other.assignment)  # type: ignore[attr-defined]
-_GroupMetadataValue_MemberMetadata.__qualname__ = 'GroupMetadataValue.MemberMetadata'
-
-class GroupMetadataValue(_Message):
-    __slots__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members')
-    __match_args__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    protocol_type: str
-    generation: int
-    protocol: str | None
-    leader: str | None
-    current_state_timestamp: int
-    members: list[GroupMetadataValue.MemberMetadata]
-
-    def __init__(self, protocol_type: str = '', generation: int = 0, protocol: str | None = '', leader: str | None = '', current_state_timestamp: int = -1, members: list[GroupMetadataValue.MemberMetadata] = _FACTORY) -> None:
-        self.protocol_type = protocol_type
-        self.generation = generation
-        self.protocol = protocol
-        self.leader = leader
-        self.current_state_timestamp = current_state_timestamp
-        self.members = [] if members is _FACTORY else members
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.protocol_type, self.generation, self.protocol, self.leader, self.current_state_timestamp, self.members) == (other.protocol_type, other.generation, other.protocol, other.leader, other.current_state_timestamp, other.members)  # type: ignore[attr-defined]
-GroupMetadataValue.__qualname__ = 'GroupMetadataValue'
-
-GroupMetadataValue.MemberMetadata = _GroupMetadataValue_MemberMetadata  # type: ignore[attr-defined]
+        return (self.coordinator_epoch,) == (other.coordinator_epoch,)  # type: ignore[attr-defined]
+EndTxnMarker.__qualname__ = 'EndTxnMarker'
 
 
 class KRaftVersionRecord(_Message):
@@ -9905,422 +12318,6 @@ LeaderChangeMessage.__qualname__ = 'LeaderChangeMessage'
 LeaderChangeMessage.Voter = _LeaderChangeMessage_Voter  # type: ignore[attr-defined]
 
 
-class OffsetCommitKey(_Message):
-    __slots__ = ('group', 'topic', 'partition')
-    __match_args__ = ('group', 'topic', 'partition')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group: str
-    topic: str
-    partition: int
-
-    def __init__(self, group: str = '', topic: str = '', partition: int = 0) -> None:
-        self.group = group
-        self.topic = topic
-        self.partition = partition
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group, self.topic, self.partition) == (other.group, other.topic, other.partition)  # type: ignore[attr-defined]
-OffsetCommitKey.__qualname__ = 'OffsetCommitKey'
-
-
-class OffsetCommitValue(_Message):
-    __slots__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp')
-    __match_args__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int
-
-    def __init__(self, offset: int = 0, leader_epoch: int = -1, metadata: str = '', commit_timestamp: int = 0, expire_timestamp: int = -1) -> None:
-        self.offset = offset
-        self.leader_epoch = leader_epoch
-        self.metadata = metadata
-        self.commit_timestamp = commit_timestamp
-        self.expire_timestamp = expire_timestamp
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.offset, self.leader_epoch, self.metadata, self.commit_timestamp, self.expire_timestamp) == (other.offset, other.leader_epoch, other.metadata, other.commit_timestamp, other.expire_timestamp)  # type: ignore[attr-defined]
-OffsetCommitValue.__qualname__ = 'OffsetCommitValue'
-
-
-class ShareGroupCurrentMemberAssignmentKey(_Message):
-    __slots__ = ('group_id', 'member_id')
-    __match_args__ = ('group_id', 'member_id')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group_id: str
-    member_id: str
-
-    def __init__(self, group_id: str = '', member_id: str = '') -> None:
-        self.group_id = group_id
-        self.member_id = member_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
-ShareGroupCurrentMemberAssignmentKey.__qualname__ = 'ShareGroupCurrentMemberAssignmentKey'
-
-
-class _ShareGroupCurrentMemberAssignmentValue_TopicPartitions(_Message):
-    __slots__ = ('topic_id', 'partitions')
-    __match_args__ = ('topic_id', 'partitions')
-    topic_id: uuid.UUID
-    partitions: list[int]
-
-    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
-        self.topic_id = topic_id
-        self.partitions = [] if partitions is _FACTORY else partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.partitions) == (other.topic_id, other.partitions)  # type: ignore[attr-defined]
-_ShareGroupCurrentMemberAssignmentValue_TopicPartitions.__qualname__ = 'ShareGroupCurrentMemberAssignmentValue.TopicPartitions'
-
-class ShareGroupCurrentMemberAssignmentValue(_Message):
-    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions')
-    __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned_partitions: list[ShareGroupCurrentMemberAssignmentValue.TopicPartitions]
-
-    def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[ShareGroupCurrentMemberAssignmentValue.TopicPartitions] = _FACTORY) -> None:
-        self.member_epoch = member_epoch
-        self.previous_member_epoch = previous_member_epoch
-        self.state = state
-        self.assigned_partitions = [] if assigned_partitions is _FACTORY else assigned_partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned_partitions) == (other.member_epoch, other.previous_member_epoch, other.state, other.assigned_partitions)  # type: ignore[attr-defined]
-ShareGroupCurrentMemberAssignmentValue.__qualname__ = 'ShareGroupCurrentMemberAssignmentValue'
-
-ShareGroupCurrentMemberAssignmentValue.TopicPartitions = _ShareGroupCurrentMemberAssignmentValue_TopicPartitions  # type: ignore[attr-defined]
-
-
-class ShareGroupMemberMetadataKey(_Message):
-    __slots__ = ('group_id', 'member_id')
-    __match_args__ = ('group_id', 'member_id')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group_id: str
-    member_id: str
-
-    def __init__(self, group_id: str = '', member_id: str = '') -> None:
-        self.group_id = group_id
-        self.member_id = member_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
-ShareGroupMemberMetadataKey.__qualname__ = 'ShareGroupMemberMetadataKey'
-
-
-class ShareGroupMemberMetadataValue(_Message):
-    __slots__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names')
-    __match_args__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    rack_id: str | None
-    client_id: str
-    client_host: str
-    subscribed_topic_names: list[str]
-
-    def __init__(self, rack_id: str | None = '', client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FACTORY) -> None:
-        self.rack_id = rack_id
-        self.client_id = client_id
-        self.client_host = client_host
-        self.subscribed_topic_names = [] if subscribed_topic_names is _FACTORY else subscribed_topic_names
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names) == (other.rack_id, other.client_id, other.client_host, other.subscribed_topic_names)  # type: ignore[attr-defined]
-ShareGroupMemberMetadataValue.__qualname__ = 'ShareGroupMemberMetadataValue'
-
-
-class ShareGroupMetadataKey(_Message):
-    __slots__ = ('group_id',)
-    __match_args__ = ('group_id',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group_id: str
-
-    def __init__(self, group_id: str = '') -> None:
-        self.group_id = group_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
-ShareGroupMetadataKey.__qualname__ = 'ShareGroupMetadataKey'
-
-
-class ShareGroupMetadataValue(_Message):
-    __slots__ = ('epoch',)
-    __match_args__ = ('epoch',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    epoch: int
-
-    def __init__(self, epoch: int = 0) -> None:
-        self.epoch = epoch
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.epoch,) == (other.epoch,)  # type: ignore[attr-defined]
-ShareGroupMetadataValue.__qualname__ = 'ShareGroupMetadataValue'
-
-
-class ShareGroupPartitionMetadataKey(_Message):
-    __slots__ = ('group_id',)
-    __match_args__ = ('group_id',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group_id: str
-
-    def __init__(self, group_id: str = '') -> None:
-        self.group_id = group_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
-ShareGroupPartitionMetadataKey.__qualname__ = 'ShareGroupPartitionMetadataKey'
-
-
-class _ShareGroupPartitionMetadataValue_PartitionMetadata(_Message):
-    __slots__ = ('partition', 'racks')
-    __match_args__ = ('partition', 'racks')
-    partition: int
-    racks: list[str]
-
-    def __init__(self, partition: int = 0, racks: list[str] = _FACTORY) -> None:
-        self.partition = partition
-        self.racks = [] if racks is _FACTORY else racks
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.partition, self.racks) == (other.partition, other.racks)  # type: ignore[attr-defined]
-_ShareGroupPartitionMetadataValue_PartitionMetadata.__qualname__ = 'ShareGroupPartitionMetadataValue.PartitionMetadata'
-
-class _ShareGroupPartitionMetadataValue_TopicMetadata(_Message):
-    __slots__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata')
-    __match_args__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata')
-    topic_id: uuid.UUID
-    topic_name: str
-    num_partitions: int
-    partition_metadata: list[ShareGroupPartitionMetadataValue.PartitionMetadata]
-
-    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', num_partitions: int = 0, partition_metadata: list[ShareGroupPartitionMetadataValue.PartitionMetadata] = _FACTORY) -> None:
-        self.topic_id = topic_id
-        self.topic_name = topic_name
-        self.num_partitions = num_partitions
-        self.partition_metadata = [] if partition_metadata is _FACTORY else partition_metadata
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.topic_name, self.num_partitions, self.partition_metadata) == (other.topic_id, other.topic_name, other.num_partitions, other.partition_metadata)  # type: ignore[attr-defined]
-_ShareGroupPartitionMetadataValue_TopicMetadata.__qualname__ = 'ShareGroupPartitionMetadataValue.TopicMetadata'
-
-class ShareGroupPartitionMetadataValue(_Message):
-    __slots__ = ('topics',)
-    __match_args__ = ('topics',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    topics: list[ShareGroupPartitionMetadataValue.TopicMetadata]
-
-    def __init__(self, topics: list[ShareGroupPartitionMetadataValue.TopicMetadata] = _FACTORY) -> None:
-        self.topics = [] if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topics,) == (other.topics,)  # type: ignore[attr-defined]
-ShareGroupPartitionMetadataValue.__qualname__ = 'ShareGroupPartitionMetadataValue'
-
-ShareGroupPartitionMetadataValue.PartitionMetadata = _ShareGroupPartitionMetadataValue_PartitionMetadata  # type: ignore[attr-defined]
-ShareGroupPartitionMetadataValue.TopicMetadata = _ShareGroupPartitionMetadataValue_TopicMetadata  # type: ignore[attr-defined]
-
-
-class ShareGroupStatePartitionMetadataKey(_Message):
-    __slots__ = ('group_id',)
-    __match_args__ = ('group_id',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group_id: str
-
-    def __init__(self, group_id: str = '') -> None:
-        self.group_id = group_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
-ShareGroupStatePartitionMetadataKey.__qualname__ = 'ShareGroupStatePartitionMetadataKey'
-
-
-class _ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo(_Message):
-    __slots__ = ('topic_id', 'topic_name', 'partitions')
-    __match_args__ = ('topic_id', 'topic_name', 'partitions')
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: list[int]
-
-    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', partitions: list[int] = _FACTORY) -> None:
-        self.topic_id = topic_id
-        self.topic_name = topic_name
-        self.partitions = [] if partitions is _FACTORY else partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.topic_name, self.partitions) == (other.topic_id, other.topic_name, other.partitions)  # type: ignore[attr-defined]
-_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo.__qualname__ = 'ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo'
-
-class _ShareGroupStatePartitionMetadataValue_TopicInfo(_Message):
-    __slots__ = ('topic_id', 'topic_name')
-    __match_args__ = ('topic_id', 'topic_name')
-    topic_id: uuid.UUID
-    topic_name: str
-
-    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '') -> None:
-        self.topic_id = topic_id
-        self.topic_name = topic_name
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.topic_name) == (other.topic_id, other.topic_name)  # type: ignore[attr-defined]
-_ShareGroupStatePartitionMetadataValue_TopicInfo.__qualname__ = 'ShareGroupStatePartitionMetadataValue.TopicInfo'
-
-class ShareGroupStatePartitionMetadataValue(_Message):
-    __slots__ = ('initialized_topics', 'deleting_topics')
-    __match_args__ = ('initialized_topics', 'deleting_topics')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    initialized_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo]
-    deleting_topics: list[ShareGroupStatePartitionMetadataValue.TopicInfo]
-
-    def __init__(self, initialized_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo] = _FACTORY, deleting_topics: list[ShareGroupStatePartitionMetadataValue.TopicInfo] = _FACTORY) -> None:
-        self.initialized_topics = [] if initialized_topics is _FACTORY else initialized_topics
-        self.deleting_topics = [] if deleting_topics is _FACTORY else deleting_topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.initialized_topics, self.deleting_topics) == (other.initialized_topics, other.deleting_topics)  # type: ignore[attr-defined]
-ShareGroupStatePartitionMetadataValue.__qualname__ = 'ShareGroupStatePartitionMetadataValue'
-
-ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo = _ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo  # type: ignore[attr-defined]
-ShareGroupStatePartitionMetadataValue.TopicInfo = _ShareGroupStatePartitionMetadataValue_TopicInfo  # type: ignore[attr-defined]
-
-
-class ShareGroupTargetAssignmentMemberKey(_Message):
-    __slots__ = ('group_id', 'member_id')
-    __match_args__ = ('group_id', 'member_id')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group_id: str
-    member_id: str
-
-    def __init__(self, group_id: str = '', member_id: str = '') -> None:
-        self.group_id = group_id
-        self.member_id = member_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.member_id) == (other.group_id, other.member_id)  # type: ignore[attr-defined]
-ShareGroupTargetAssignmentMemberKey.__qualname__ = 'ShareGroupTargetAssignmentMemberKey'
-
-
-class _ShareGroupTargetAssignmentMemberValue_TopicPartition(_Message):
-    __slots__ = ('topic_id', 'partitions')
-    __match_args__ = ('topic_id', 'partitions')
-    topic_id: uuid.UUID
-    partitions: list[int]
-
-    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
-        self.topic_id = topic_id
-        self.partitions = [] if partitions is _FACTORY else partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.partitions) == (other.topic_id, other.partitions)  # type: ignore[attr-defined]
-_ShareGroupTargetAssignmentMemberValue_TopicPartition.__qualname__ = 'ShareGroupTargetAssignmentMemberValue.TopicPartition'
-
-class ShareGroupTargetAssignmentMemberValue(_Message):
-    __slots__ = ('topic_partitions',)
-    __match_args__ = ('topic_partitions',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    topic_partitions: list[ShareGroupTargetAssignmentMemberValue.TopicPartition]
-
-    def __init__(self, topic_partitions: list[ShareGroupTargetAssignmentMemberValue.TopicPartition] = _FACTORY) -> None:
-        self.topic_partitions = [] if topic_partitions is _FACTORY else topic_partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_partitions,) == (other.topic_partitions,)  # type: ignore[attr-defined]
-ShareGroupTargetAssignmentMemberValue.__qualname__ = 'ShareGroupTargetAssignmentMemberValue'
-
-ShareGroupTargetAssignmentMemberValue.TopicPartition = _ShareGroupTargetAssignmentMemberValue_TopicPartition  # type: ignore[attr-defined]
-
-
-class ShareGroupTargetAssignmentMetadataKey(_Message):
-    __slots__ = ('group_id',)
-    __match_args__ = ('group_id',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    group_id: str
-
-    def __init__(self, group_id: str = '') -> None:
-        self.group_id = group_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id,) == (other.group_id,)  # type: ignore[attr-defined]
-ShareGroupTargetAssignmentMetadataKey.__qualname__ = 'ShareGroupTargetAssignmentMetadataKey'
-
-
-class ShareGroupTargetAssignmentMetadataValue(_Message):
-    __slots__ = ('assignment_epoch',)
-    __match_args__ = ('assignment_epoch',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    assignment_epoch: int
-
-    def __init__(self, assignment_epoch: int = 0) -> None:
-        self.assignment_epoch = assignment_epoch
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.assignment_epoch,) == (other.assignment_epoch,)  # type: ignore[attr-defined]
-ShareGroupTargetAssignmentMetadataValue.__qualname__ = 'ShareGroupTargetAssignmentMetadataValue'
-
-
 class SnapshotFooterRecord(_Message):
     __slots__ = ('version',)
     __match_args__ = ('version',)
@@ -10355,76 +12352,6 @@ class SnapshotHeaderRecord(_Message):
             return NotImplemented
         return (self.version, self.last_contained_log_timestamp) == (other.version, other.last_contained_log_timestamp)  # type: ignore[attr-defined]
 SnapshotHeaderRecord.__qualname__ = 'SnapshotHeaderRecord'
-
-
-class TransactionLogKey(_Message):
-    __slots__ = ('transactional_id',)
-    __match_args__ = ('transactional_id',)
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    transactional_id: str
-
-    def __init__(self, transactional_id: str = '') -> None:
-        self.transactional_id = transactional_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transactional_id,) == (other.transactional_id,)  # type: ignore[attr-defined]
-TransactionLogKey.__qualname__ = 'TransactionLogKey'
-
-
-class _TransactionLogValue_PartitionsSchema(_Message):
-    __slots__ = ('topic', 'partition_ids')
-    __match_args__ = ('topic', 'partition_ids')
-    topic: str
-    partition_ids: list[int]
-
-    def __init__(self, topic: str = '', partition_ids: list[int] = _FACTORY) -> None:
-        self.topic = topic
-        self.partition_ids = [] if partition_ids is _FACTORY else partition_ids
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic, self.partition_ids) == (other.topic, other.partition_ids)  # type: ignore[attr-defined]
-_TransactionLogValue_PartitionsSchema.__qualname__ = 'TransactionLogValue.PartitionsSchema'
-
-class TransactionLogValue(_Message):
-    __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version')
-    __match_args__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version')
-    API_KEY: ClassVar[int | None] = None
-    KIND: ClassVar[str] = 'data'
-    producer_id: int
-    previous_producer_id: int
-    next_producer_id: int
-    producer_epoch: int
-    transaction_timeout_ms: int
-    transaction_status: int
-    transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None
-    transaction_last_update_timestamp_ms: int
-    transaction_start_timestamp_ms: int
-    client_transaction_version: int
-
-    def __init__(self, producer_id: int = 0, previous_producer_id: int = -1, next_producer_id: int = -1, producer_epoch: int = 0, transaction_timeout_ms: int = 0, transaction_status: int = 0, transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None = _FACTORY, transaction_last_update_timestamp_ms: int = 0, transaction_start_timestamp_ms: int = 0, client_transaction_version: int = 0) -> None:
-        self.producer_id = producer_id
-        self.previous_producer_id = previous_producer_id
-        self.next_producer_id = next_producer_id
-        self.producer_epoch = producer_epoch
-        self.transaction_timeout_ms = transaction_timeout_ms
-        self.transaction_status = transaction_status
-        self.transaction_partitions = [] if transaction_partitions is _FACTORY else transaction_partitions
-        self.transaction_last_update_timestamp_ms = transaction_last_update_timestamp_ms
-        self.transaction_start_timestamp_ms = transaction_start_timestamp_ms
-        self.client_transaction_version = client_transaction_version
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.producer_id, self.previous_producer_id, self.next_producer_id, self.producer_epoch, self.transaction_timeout_ms, self.transaction_status, self.transaction_partitions, self.transaction_last_update_timestamp_ms, self.transaction_start_timestamp_ms, self.client_transaction_version) == (other.producer_id, other.previous_producer_id, other.next_producer_id, other.producer_epoch, other.transaction_timeout_ms, other.transaction_status, other.transaction_partitions, other.transaction_last_update_timestamp_ms, other.transaction_start_timestamp_ms, other.client_transaction_version)  # type: ignore[attr-defined]
-TransactionLogValue.__qualname__ = 'TransactionLogValue'
-
-TransactionLogValue.PartitionsSchema = _TransactionLogValue_PartitionsSchema  # type: ignore[attr-defined]
 
 
 class _VotersRecord_Endpoint(_Message):
@@ -10693,8 +12620,8 @@ ALL_MESSAGES = {
     'PushTelemetryResponse': PushTelemetryResponse,
     'AssignReplicasToDirsRequest': AssignReplicasToDirsRequest,
     'AssignReplicasToDirsResponse': AssignReplicasToDirsResponse,
-    'ListClientMetricsResourcesRequest': ListClientMetricsResourcesRequest,
-    'ListClientMetricsResourcesResponse': ListClientMetricsResourcesResponse,
+    'ListConfigResourcesRequest': ListConfigResourcesRequest,
+    'ListConfigResourcesResponse': ListConfigResourcesResponse,
     'DescribeTopicPartitionsRequest': DescribeTopicPartitionsRequest,
     'DescribeTopicPartitionsResponse': DescribeTopicPartitionsResponse,
     'ShareGroupHeartbeatRequest': ShareGroupHeartbeatRequest,
@@ -10721,45 +12648,80 @@ ALL_MESSAGES = {
     'DeleteShareGroupStateResponse': DeleteShareGroupStateResponse,
     'ReadShareGroupStateSummaryRequest': ReadShareGroupStateSummaryRequest,
     'ReadShareGroupStateSummaryResponse': ReadShareGroupStateSummaryResponse,
-    'ConsumerGroupCurrentMemberAssignmentKey': ConsumerGroupCurrentMemberAssignmentKey,
-    'ConsumerGroupCurrentMemberAssignmentValue': ConsumerGroupCurrentMemberAssignmentValue,
-    'ConsumerGroupMemberMetadataKey': ConsumerGroupMemberMetadataKey,
-    'ConsumerGroupMemberMetadataValue': ConsumerGroupMemberMetadataValue,
+    'StreamsGroupHeartbeatRequest': StreamsGroupHeartbeatRequest,
+    'StreamsGroupHeartbeatResponse': StreamsGroupHeartbeatResponse,
+    'StreamsGroupDescribeRequest': StreamsGroupDescribeRequest,
+    'StreamsGroupDescribeResponse': StreamsGroupDescribeResponse,
+    'DescribeShareGroupOffsetsRequest': DescribeShareGroupOffsetsRequest,
+    'DescribeShareGroupOffsetsResponse': DescribeShareGroupOffsetsResponse,
+    'AlterShareGroupOffsetsRequest': AlterShareGroupOffsetsRequest,
+    'AlterShareGroupOffsetsResponse': AlterShareGroupOffsetsResponse,
+    'DeleteShareGroupOffsetsRequest': DeleteShareGroupOffsetsRequest,
+    'DeleteShareGroupOffsetsResponse': DeleteShareGroupOffsetsResponse,
+    'StreamsGroupTopologyDescriptionUpdateRequest': StreamsGroupTopologyDescriptionUpdateRequest,
+    'StreamsGroupTopologyDescriptionUpdateResponse': StreamsGroupTopologyDescriptionUpdateResponse,
+    'UnregisterControllerRequest': UnregisterControllerRequest,
+    'UnregisterControllerResponse': UnregisterControllerResponse,
+    'LegacyOffsetCommitKey': LegacyOffsetCommitKey,
+    'ShareSnapshotKey': ShareSnapshotKey,
+    'TransactionLogKey': TransactionLogKey,
+    'LegacyOffsetCommitValue': LegacyOffsetCommitValue,
+    'ShareSnapshotValue': ShareSnapshotValue,
+    'TransactionLogValue': TransactionLogValue,
+    'OffsetCommitKey': OffsetCommitKey,
+    'ShareUpdateKey': ShareUpdateKey,
+    'OffsetCommitValue': OffsetCommitValue,
+    'ShareUpdateValue': ShareUpdateValue,
+    'GroupMetadataKey': GroupMetadataKey,
+    'GroupMetadataValue': GroupMetadataValue,
     'ConsumerGroupMetadataKey': ConsumerGroupMetadataKey,
     'ConsumerGroupMetadataValue': ConsumerGroupMetadataValue,
     'ConsumerGroupPartitionMetadataKey': ConsumerGroupPartitionMetadataKey,
     'ConsumerGroupPartitionMetadataValue': ConsumerGroupPartitionMetadataValue,
-    'ConsumerGroupTargetAssignmentMemberKey': ConsumerGroupTargetAssignmentMemberKey,
-    'ConsumerGroupTargetAssignmentMemberValue': ConsumerGroupTargetAssignmentMemberValue,
+    'ConsumerGroupMemberMetadataKey': ConsumerGroupMemberMetadataKey,
+    'ConsumerGroupMemberMetadataValue': ConsumerGroupMemberMetadataValue,
     'ConsumerGroupTargetAssignmentMetadataKey': ConsumerGroupTargetAssignmentMetadataKey,
     'ConsumerGroupTargetAssignmentMetadataValue': ConsumerGroupTargetAssignmentMetadataValue,
-    'ConsumerProtocolAssignment': ConsumerProtocolAssignment,
-    'ConsumerProtocolSubscription': ConsumerProtocolSubscription,
-    'DefaultPrincipalData': DefaultPrincipalData,
-    'GroupMetadataKey': GroupMetadataKey,
-    'GroupMetadataValue': GroupMetadataValue,
-    'KRaftVersionRecord': KRaftVersionRecord,
-    'LeaderChangeMessage': LeaderChangeMessage,
-    'OffsetCommitKey': OffsetCommitKey,
-    'OffsetCommitValue': OffsetCommitValue,
-    'ShareGroupCurrentMemberAssignmentKey': ShareGroupCurrentMemberAssignmentKey,
-    'ShareGroupCurrentMemberAssignmentValue': ShareGroupCurrentMemberAssignmentValue,
+    'ConsumerGroupTargetAssignmentMemberKey': ConsumerGroupTargetAssignmentMemberKey,
+    'ConsumerGroupTargetAssignmentMemberValue': ConsumerGroupTargetAssignmentMemberValue,
+    'ConsumerGroupCurrentMemberAssignmentKey': ConsumerGroupCurrentMemberAssignmentKey,
+    'ConsumerGroupCurrentMemberAssignmentValue': ConsumerGroupCurrentMemberAssignmentValue,
     'ShareGroupMemberMetadataKey': ShareGroupMemberMetadataKey,
     'ShareGroupMemberMetadataValue': ShareGroupMemberMetadataValue,
     'ShareGroupMetadataKey': ShareGroupMetadataKey,
     'ShareGroupMetadataValue': ShareGroupMetadataValue,
-    'ShareGroupPartitionMetadataKey': ShareGroupPartitionMetadataKey,
-    'ShareGroupPartitionMetadataValue': ShareGroupPartitionMetadataValue,
-    'ShareGroupStatePartitionMetadataKey': ShareGroupStatePartitionMetadataKey,
-    'ShareGroupStatePartitionMetadataValue': ShareGroupStatePartitionMetadataValue,
-    'ShareGroupTargetAssignmentMemberKey': ShareGroupTargetAssignmentMemberKey,
-    'ShareGroupTargetAssignmentMemberValue': ShareGroupTargetAssignmentMemberValue,
     'ShareGroupTargetAssignmentMetadataKey': ShareGroupTargetAssignmentMetadataKey,
     'ShareGroupTargetAssignmentMetadataValue': ShareGroupTargetAssignmentMetadataValue,
+    'ShareGroupTargetAssignmentMemberKey': ShareGroupTargetAssignmentMemberKey,
+    'ShareGroupTargetAssignmentMemberValue': ShareGroupTargetAssignmentMemberValue,
+    'ShareGroupCurrentMemberAssignmentKey': ShareGroupCurrentMemberAssignmentKey,
+    'ShareGroupCurrentMemberAssignmentValue': ShareGroupCurrentMemberAssignmentValue,
+    'ShareGroupStatePartitionMetadataKey': ShareGroupStatePartitionMetadataKey,
+    'ShareGroupStatePartitionMetadataValue': ShareGroupStatePartitionMetadataValue,
+    'ConsumerGroupRegularExpressionKey': ConsumerGroupRegularExpressionKey,
+    'ConsumerGroupRegularExpressionValue': ConsumerGroupRegularExpressionValue,
+    'StreamsGroupMetadataKey': StreamsGroupMetadataKey,
+    'StreamsGroupMetadataValue': StreamsGroupMetadataValue,
+    'StreamsGroupMemberMetadataKey': StreamsGroupMemberMetadataKey,
+    'StreamsGroupMemberMetadataValue': StreamsGroupMemberMetadataValue,
+    'StreamsGroupTargetAssignmentMetadataKey': StreamsGroupTargetAssignmentMetadataKey,
+    'StreamsGroupTargetAssignmentMetadataValue': StreamsGroupTargetAssignmentMetadataValue,
+    'StreamsGroupTargetAssignmentMemberKey': StreamsGroupTargetAssignmentMemberKey,
+    'StreamsGroupTargetAssignmentMemberValue': StreamsGroupTargetAssignmentMemberValue,
+    'StreamsGroupCurrentMemberAssignmentKey': StreamsGroupCurrentMemberAssignmentKey,
+    'StreamsGroupCurrentMemberAssignmentValue': StreamsGroupCurrentMemberAssignmentValue,
+    'StreamsGroupTopologyKey': StreamsGroupTopologyKey,
+    'StreamsGroupTopologyValue': StreamsGroupTopologyValue,
+    'AbortedTxn': AbortedTxn,
+    'ConsumerProtocolAssignment': ConsumerProtocolAssignment,
+    'ConsumerProtocolSubscription': ConsumerProtocolSubscription,
+    'ControlRecordTypeSchema': ControlRecordTypeSchema,
+    'DefaultPrincipalData': DefaultPrincipalData,
+    'EndTxnMarker': EndTxnMarker,
+    'KRaftVersionRecord': KRaftVersionRecord,
+    'LeaderChangeMessage': LeaderChangeMessage,
     'SnapshotFooterRecord': SnapshotFooterRecord,
     'SnapshotHeaderRecord': SnapshotHeaderRecord,
-    'TransactionLogKey': TransactionLogKey,
-    'TransactionLogValue': TransactionLogValue,
     'VotersRecord': VotersRecord,
     'RequestHeader': RequestHeader,
     'ResponseHeader': ResponseHeader,

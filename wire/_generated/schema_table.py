@@ -10,21 +10,23 @@ A field row leaves out keys that hold their usual value (see FIELD_DEFAULTS).
 FIELD_DEFAULTS = {'nullable': None, 'tagged': None, 'tag': None, 'ignorable': False, 'map_key': False}
 
 MESSAGES = {
-    'ProduceRequest': {'name': 'ProduceRequest', 'type': 'request', 'api_key': 0, 'valid': (0, 11), 'flexible': 9, 'deprecated': (0, 6), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'ProduceRequest': {'name': 'ProduceRequest', 'type': 'request', 'api_key': 0, 'valid': (0, 13), 'flexible': 9, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'TransactionalId', 'py': 'transactional_id', 'type': 'string', 'versions': (3, None), 'nullable': (3, None), 'default': None},
         {'name': 'Acks', 'py': 'acks', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'TimeoutMs', 'py': 'timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'TopicData', 'py': 'topic_data', 'type': '[]TopicProduceData', 'versions': (0, None), 'default': (), 'struct': 'TopicProduceData', 'fields': (
-            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
+            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, 12), 'default': '', 'ignorable': True, 'map_key': True},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (13, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True, 'map_key': True},
             {'name': 'PartitionData', 'py': 'partition_data', 'type': '[]PartitionProduceData', 'versions': (0, None), 'default': (), 'struct': 'PartitionProduceData', 'fields': (
                 {'name': 'Index', 'py': 'index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'Records', 'py': 'records', 'type': 'records', 'versions': (0, None), 'nullable': (0, None), 'default': None},
             )},
         )},
     )},
-    'ProduceResponse': {'name': 'ProduceResponse', 'type': 'response', 'api_key': 0, 'valid': (0, 11), 'flexible': 9, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ProduceResponse': {'name': 'ProduceResponse', 'type': 'response', 'api_key': 0, 'valid': (0, 13), 'flexible': 9, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Responses', 'py': 'responses', 'type': '[]TopicProduceResponse', 'versions': (0, None), 'default': (), 'struct': 'TopicProduceResponse', 'fields': (
-            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
+            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, 12), 'default': '', 'ignorable': True, 'map_key': True},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (13, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True, 'map_key': True},
             {'name': 'PartitionResponses', 'py': 'partition_responses', 'type': '[]PartitionProduceResponse', 'versions': (0, None), 'default': (), 'struct': 'PartitionProduceResponse', 'fields': (
                 {'name': 'Index', 'py': 'index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -50,7 +52,7 @@ MESSAGES = {
             {'name': 'Rack', 'py': 'rack', 'type': 'string', 'versions': (10, None), 'nullable': (10, None), 'default': None},
         )},
     )},
-    'FetchRequest': {'name': 'FetchRequest', 'type': 'request', 'api_key': 1, 'valid': (0, 17), 'flexible': 12, 'deprecated': (0, 3), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'FetchRequest': {'name': 'FetchRequest', 'type': 'request', 'api_key': 1, 'valid': (0, 18), 'flexible': 12, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'ClusterId', 'py': 'cluster_id', 'type': 'string', 'versions': (12, None), 'nullable': (12, None), 'tagged': (12, None), 'tag': 0, 'default': None, 'ignorable': True},
         {'name': 'ReplicaId', 'py': 'replica_id', 'type': 'int32', 'versions': (0, 14), 'default': -1},
         {'name': 'ReplicaState', 'py': 'replica_state', 'type': 'ReplicaState', 'versions': (15, None), 'tagged': (15, None), 'tag': 1, 'default': '{}', 'struct': 'ReplicaState', 'fields': (
@@ -74,6 +76,7 @@ MESSAGES = {
                 {'name': 'LogStartOffset', 'py': 'log_start_offset', 'type': 'int64', 'versions': (5, None), 'default': -1, 'ignorable': True},
                 {'name': 'PartitionMaxBytes', 'py': 'partition_max_bytes', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'ReplicaDirectoryId', 'py': 'replica_directory_id', 'type': 'uuid', 'versions': (17, None), 'tagged': (17, None), 'tag': 0, 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
+                {'name': 'HighWatermark', 'py': 'high_watermark', 'type': 'int64', 'versions': (18, None), 'tagged': (18, None), 'tag': 1, 'default': 9223372036854775807, 'ignorable': True},
             )},
         )},
         {'name': 'ForgottenTopicsData', 'py': 'forgotten_topics_data', 'type': '[]ForgottenTopic', 'versions': (7, None), 'default': (), 'struct': 'ForgottenTopic', 'fields': (
@@ -83,7 +86,7 @@ MESSAGES = {
         )},
         {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (11, None), 'default': '', 'ignorable': True},
     )},
-    'FetchResponse': {'name': 'FetchResponse', 'type': 'response', 'api_key': 1, 'valid': (0, 17), 'flexible': 12, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'FetchResponse': {'name': 'FetchResponse', 'type': 'response', 'api_key': 1, 'valid': (0, 18), 'flexible': 12, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (1, None), 'default': 0, 'ignorable': True},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (7, None), 'default': 0, 'ignorable': True},
         {'name': 'SessionId', 'py': 'session_id', 'type': 'int32', 'versions': (7, None), 'default': 0},
@@ -123,7 +126,7 @@ MESSAGES = {
             {'name': 'Rack', 'py': 'rack', 'type': 'string', 'versions': (16, None), 'nullable': (16, None), 'default': None},
         )},
     )},
-    'ListOffsetsRequest': {'name': 'ListOffsetsRequest', 'type': 'request', 'api_key': 2, 'valid': (0, 10), 'flexible': 6, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'ListOffsetsRequest': {'name': 'ListOffsetsRequest', 'type': 'request', 'api_key': 2, 'valid': (0, 11), 'flexible': 6, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'ReplicaId', 'py': 'replica_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'IsolationLevel', 'py': 'isolation_level', 'type': 'int8', 'versions': (2, None), 'default': 0},
         {'name': 'Topics', 'py': 'topics', 'type': '[]ListOffsetsTopic', 'versions': (0, None), 'default': (), 'struct': 'ListOffsetsTopic', 'fields': (
@@ -137,7 +140,7 @@ MESSAGES = {
         )},
         {'name': 'TimeoutMs', 'py': 'timeout_ms', 'type': 'int32', 'versions': (10, None), 'default': 0, 'ignorable': True},
     )},
-    'ListOffsetsResponse': {'name': 'ListOffsetsResponse', 'type': 'response', 'api_key': 2, 'valid': (0, 10), 'flexible': 6, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ListOffsetsResponse': {'name': 'ListOffsetsResponse', 'type': 'response', 'api_key': 2, 'valid': (0, 11), 'flexible': 6, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (2, None), 'default': 0, 'ignorable': True},
         {'name': 'Topics', 'py': 'topics', 'type': '[]ListOffsetsTopicResponse', 'versions': (0, None), 'default': (), 'struct': 'ListOffsetsTopicResponse', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -151,7 +154,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'MetadataRequest': {'name': 'MetadataRequest', 'type': 'request', 'api_key': 3, 'valid': (0, 12), 'flexible': 9, 'deprecated': (0, 3), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'MetadataRequest': {'name': 'MetadataRequest', 'type': 'request', 'api_key': 3, 'valid': (0, 13), 'flexible': 9, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Topics', 'py': 'topics', 'type': '[]MetadataRequestTopic', 'versions': (0, None), 'nullable': (1, None), 'default': (), 'struct': 'MetadataRequestTopic', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (10, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'nullable': (10, None), 'default': ''},
@@ -160,7 +163,7 @@ MESSAGES = {
         {'name': 'IncludeClusterAuthorizedOperations', 'py': 'include_cluster_authorized_operations', 'type': 'bool', 'versions': (8, 10), 'default': False},
         {'name': 'IncludeTopicAuthorizedOperations', 'py': 'include_topic_authorized_operations', 'type': 'bool', 'versions': (8, None), 'default': False},
     )},
-    'MetadataResponse': {'name': 'MetadataResponse', 'type': 'response', 'api_key': 3, 'valid': (0, 12), 'flexible': 9, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'MetadataResponse': {'name': 'MetadataResponse', 'type': 'response', 'api_key': 3, 'valid': (0, 13), 'flexible': 9, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (3, None), 'default': 0, 'ignorable': True},
         {'name': 'Brokers', 'py': 'brokers', 'type': '[]MetadataResponseBroker', 'versions': (0, None), 'default': (), 'struct': 'MetadataResponseBroker', 'fields': (
             {'name': 'NodeId', 'py': 'node_id', 'type': 'int32', 'versions': (0, None), 'default': 0, 'map_key': True},
@@ -187,6 +190,7 @@ MESSAGES = {
             {'name': 'TopicAuthorizedOperations', 'py': 'topic_authorized_operations', 'type': 'int32', 'versions': (8, None), 'default': -2147483648},
         )},
         {'name': 'ClusterAuthorizedOperations', 'py': 'cluster_authorized_operations', 'type': 'int32', 'versions': (8, 10), 'default': -2147483648},
+        {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (13, None), 'default': 0, 'ignorable': True},
     )},
     'LeaderAndIsrRequest': {'name': 'LeaderAndIsrRequest', 'type': 'request', 'api_key': 4, 'valid': (0, 7), 'flexible': 4, 'deprecated': None, 'listeners': ('zkBroker',), 'unstable': False, 'fields': (
         {'name': 'ControllerId', 'py': 'controller_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
@@ -338,14 +342,15 @@ MESSAGES = {
             {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0, 'map_key': True},
         )},
     )},
-    'OffsetCommitRequest': {'name': 'OffsetCommitRequest', 'type': 'request', 'api_key': 8, 'valid': (0, 9), 'flexible': 8, 'deprecated': (0, 1), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'OffsetCommitRequest': {'name': 'OffsetCommitRequest', 'type': 'request', 'api_key': 8, 'valid': (0, 10), 'flexible': 8, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'GenerationIdOrMemberEpoch', 'py': 'generation_id_or_member_epoch', 'type': 'int32', 'versions': (1, None), 'default': -1, 'ignorable': True},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (1, None), 'default': '', 'ignorable': True},
         {'name': 'GroupInstanceId', 'py': 'group_instance_id', 'type': 'string', 'versions': (7, None), 'nullable': (7, None), 'default': None},
         {'name': 'RetentionTimeMs', 'py': 'retention_time_ms', 'type': 'int64', 'versions': (2, 4), 'default': -1, 'ignorable': True},
         {'name': 'Topics', 'py': 'topics', 'type': '[]OffsetCommitRequestTopic', 'versions': (0, None), 'default': (), 'struct': 'OffsetCommitRequestTopic', 'fields': (
-            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, 9), 'default': '', 'ignorable': True},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (10, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]OffsetCommitRequestPartition', 'versions': (0, None), 'default': (), 'struct': 'OffsetCommitRequestPartition', 'fields': (
                 {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'CommittedOffset', 'py': 'committed_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
@@ -355,17 +360,18 @@ MESSAGES = {
             )},
         )},
     )},
-    'OffsetCommitResponse': {'name': 'OffsetCommitResponse', 'type': 'response', 'api_key': 8, 'valid': (0, 9), 'flexible': 8, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'OffsetCommitResponse': {'name': 'OffsetCommitResponse', 'type': 'response', 'api_key': 8, 'valid': (0, 10), 'flexible': 8, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (3, None), 'default': 0, 'ignorable': True},
         {'name': 'Topics', 'py': 'topics', 'type': '[]OffsetCommitResponseTopic', 'versions': (0, None), 'default': (), 'struct': 'OffsetCommitResponseTopic', 'fields': (
-            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, 9), 'default': '', 'ignorable': True},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (10, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]OffsetCommitResponsePartition', 'versions': (0, None), 'default': (), 'struct': 'OffsetCommitResponsePartition', 'fields': (
                 {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
             )},
         )},
     )},
-    'OffsetFetchRequest': {'name': 'OffsetFetchRequest', 'type': 'request', 'api_key': 9, 'valid': (0, 9), 'flexible': 6, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'OffsetFetchRequest': {'name': 'OffsetFetchRequest', 'type': 'request', 'api_key': 9, 'valid': (0, 10), 'flexible': 6, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 7), 'default': ''},
         {'name': 'Topics', 'py': 'topics', 'type': '[]OffsetFetchRequestTopic', 'versions': (0, 7), 'nullable': (2, 7), 'default': (), 'struct': 'OffsetFetchRequestTopic', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, 7), 'default': ''},
@@ -376,13 +382,14 @@ MESSAGES = {
             {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (9, None), 'nullable': (9, None), 'default': None, 'ignorable': True},
             {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (9, None), 'default': -1, 'ignorable': True},
             {'name': 'Topics', 'py': 'topics', 'type': '[]OffsetFetchRequestTopics', 'versions': (8, None), 'nullable': (8, None), 'default': (), 'struct': 'OffsetFetchRequestTopics', 'fields': (
-                {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (8, None), 'default': ''},
+                {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (8, 9), 'default': '', 'ignorable': True},
+                {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (10, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
                 {'name': 'PartitionIndexes', 'py': 'partition_indexes', 'type': '[]int32', 'versions': (8, None), 'default': ()},
             )},
         )},
         {'name': 'RequireStable', 'py': 'require_stable', 'type': 'bool', 'versions': (7, None), 'default': False},
     )},
-    'OffsetFetchResponse': {'name': 'OffsetFetchResponse', 'type': 'response', 'api_key': 9, 'valid': (0, 9), 'flexible': 6, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'OffsetFetchResponse': {'name': 'OffsetFetchResponse', 'type': 'response', 'api_key': 9, 'valid': (0, 10), 'flexible': 6, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (3, None), 'default': 0, 'ignorable': True},
         {'name': 'Topics', 'py': 'topics', 'type': '[]OffsetFetchResponseTopic', 'versions': (0, 7), 'default': (), 'struct': 'OffsetFetchResponseTopic', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, 7), 'default': ''},
@@ -398,7 +405,8 @@ MESSAGES = {
         {'name': 'Groups', 'py': 'groups', 'type': '[]OffsetFetchResponseGroup', 'versions': (8, None), 'default': (), 'struct': 'OffsetFetchResponseGroup', 'fields': (
             {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (8, None), 'default': ''},
             {'name': 'Topics', 'py': 'topics', 'type': '[]OffsetFetchResponseTopics', 'versions': (8, None), 'default': (), 'struct': 'OffsetFetchResponseTopics', 'fields': (
-                {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (8, None), 'default': ''},
+                {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (8, 9), 'default': '', 'ignorable': True},
+                {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (10, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
                 {'name': 'Partitions', 'py': 'partitions', 'type': '[]OffsetFetchResponsePartitions', 'versions': (8, None), 'default': (), 'struct': 'OffsetFetchResponsePartitions', 'fields': (
                     {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (8, None), 'default': 0},
                     {'name': 'CommittedOffset', 'py': 'committed_offset', 'type': 'int64', 'versions': (8, None), 'default': 0},
@@ -410,7 +418,7 @@ MESSAGES = {
             {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (8, None), 'default': 0},
         )},
     )},
-    'FindCoordinatorRequest': {'name': 'FindCoordinatorRequest', 'type': 'request', 'api_key': 10, 'valid': (0, 6), 'flexible': 3, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'FindCoordinatorRequest': {'name': 'FindCoordinatorRequest', 'type': 'request', 'api_key': 10, 'valid': (0, 6), 'flexible': 3, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, 3), 'default': ''},
         {'name': 'KeyType', 'py': 'key_type', 'type': 'int8', 'versions': (1, None), 'default': 0},
         {'name': 'CoordinatorKeys', 'py': 'coordinator_keys', 'type': '[]string', 'versions': (4, None), 'default': ()},
@@ -431,7 +439,7 @@ MESSAGES = {
             {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (4, None), 'nullable': (4, None), 'default': '', 'ignorable': True},
         )},
     )},
-    'JoinGroupRequest': {'name': 'JoinGroupRequest', 'type': 'request', 'api_key': 11, 'valid': (0, 9), 'flexible': 6, 'deprecated': (0, 1), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'JoinGroupRequest': {'name': 'JoinGroupRequest', 'type': 'request', 'api_key': 11, 'valid': (0, 9), 'flexible': 6, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'SessionTimeoutMs', 'py': 'session_timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'RebalanceTimeoutMs', 'py': 'rebalance_timeout_ms', 'type': 'int32', 'versions': (1, None), 'default': -1, 'ignorable': True},
@@ -459,7 +467,7 @@ MESSAGES = {
             {'name': 'Metadata', 'py': 'metadata', 'type': 'bytes', 'versions': (0, None), 'default': b''},
         )},
     )},
-    'HeartbeatRequest': {'name': 'HeartbeatRequest', 'type': 'request', 'api_key': 12, 'valid': (0, 4), 'flexible': 4, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'HeartbeatRequest': {'name': 'HeartbeatRequest', 'type': 'request', 'api_key': 12, 'valid': (0, 4), 'flexible': 4, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'GenerationId', 'py': 'generation_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -469,7 +477,7 @@ MESSAGES = {
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (1, None), 'default': 0, 'ignorable': True},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
     )},
-    'LeaveGroupRequest': {'name': 'LeaveGroupRequest', 'type': 'request', 'api_key': 13, 'valid': (0, 5), 'flexible': 4, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'LeaveGroupRequest': {'name': 'LeaveGroupRequest', 'type': 'request', 'api_key': 13, 'valid': (0, 5), 'flexible': 4, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 2), 'default': ''},
         {'name': 'Members', 'py': 'members', 'type': '[]MemberIdentity', 'versions': (3, None), 'default': (), 'struct': 'MemberIdentity', 'fields': (
@@ -487,7 +495,7 @@ MESSAGES = {
             {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (3, None), 'default': 0},
         )},
     )},
-    'SyncGroupRequest': {'name': 'SyncGroupRequest', 'type': 'request', 'api_key': 14, 'valid': (0, 5), 'flexible': 4, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'SyncGroupRequest': {'name': 'SyncGroupRequest', 'type': 'request', 'api_key': 14, 'valid': (0, 5), 'flexible': 4, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'GenerationId', 'py': 'generation_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -506,14 +514,15 @@ MESSAGES = {
         {'name': 'ProtocolName', 'py': 'protocol_name', 'type': 'string', 'versions': (5, None), 'nullable': (5, None), 'default': None, 'ignorable': True},
         {'name': 'Assignment', 'py': 'assignment', 'type': 'bytes', 'versions': (0, None), 'default': b''},
     )},
-    'DescribeGroupsRequest': {'name': 'DescribeGroupsRequest', 'type': 'request', 'api_key': 15, 'valid': (0, 5), 'flexible': 5, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'DescribeGroupsRequest': {'name': 'DescribeGroupsRequest', 'type': 'request', 'api_key': 15, 'valid': (0, 6), 'flexible': 5, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Groups', 'py': 'groups', 'type': '[]string', 'versions': (0, None), 'default': ()},
         {'name': 'IncludeAuthorizedOperations', 'py': 'include_authorized_operations', 'type': 'bool', 'versions': (3, None), 'default': False},
     )},
-    'DescribeGroupsResponse': {'name': 'DescribeGroupsResponse', 'type': 'response', 'api_key': 15, 'valid': (0, 5), 'flexible': 5, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'DescribeGroupsResponse': {'name': 'DescribeGroupsResponse', 'type': 'response', 'api_key': 15, 'valid': (0, 6), 'flexible': 5, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (1, None), 'default': 0, 'ignorable': True},
         {'name': 'Groups', 'py': 'groups', 'type': '[]DescribedGroup', 'versions': (0, None), 'default': (), 'struct': 'DescribedGroup', 'fields': (
             {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+            {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (6, None), 'nullable': (6, None), 'default': None},
             {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'GroupState', 'py': 'group_state', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'ProtocolType', 'py': 'protocol_type', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -529,7 +538,7 @@ MESSAGES = {
             {'name': 'AuthorizedOperations', 'py': 'authorized_operations', 'type': 'int32', 'versions': (3, None), 'default': -2147483648},
         )},
     )},
-    'ListGroupsRequest': {'name': 'ListGroupsRequest', 'type': 'request', 'api_key': 16, 'valid': (0, 5), 'flexible': 3, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'ListGroupsRequest': {'name': 'ListGroupsRequest', 'type': 'request', 'api_key': 16, 'valid': (0, 5), 'flexible': 3, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'StatesFilter', 'py': 'states_filter', 'type': '[]string', 'versions': (4, None), 'default': ()},
         {'name': 'TypesFilter', 'py': 'types_filter', 'type': '[]string', 'versions': (5, None), 'default': ()},
     )},
@@ -543,18 +552,20 @@ MESSAGES = {
             {'name': 'GroupType', 'py': 'group_type', 'type': 'string', 'versions': (5, None), 'default': '', 'ignorable': True},
         )},
     )},
-    'SaslHandshakeRequest': {'name': 'SaslHandshakeRequest', 'type': 'request', 'api_key': 17, 'valid': (0, 1), 'flexible': None, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'SaslHandshakeRequest': {'name': 'SaslHandshakeRequest', 'type': 'request', 'api_key': 17, 'valid': (0, 1), 'flexible': None, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Mechanism', 'py': 'mechanism', 'type': 'string', 'versions': (0, None), 'default': ''},
     )},
     'SaslHandshakeResponse': {'name': 'SaslHandshakeResponse', 'type': 'response', 'api_key': 17, 'valid': (0, 1), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'Mechanisms', 'py': 'mechanisms', 'type': '[]string', 'versions': (0, None), 'default': ()},
     )},
-    'ApiVersionsRequest': {'name': 'ApiVersionsRequest', 'type': 'request', 'api_key': 18, 'valid': (0, 4), 'flexible': 3, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'ApiVersionsRequest': {'name': 'ApiVersionsRequest', 'type': 'request', 'api_key': 18, 'valid': (0, 5), 'flexible': 3, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'ClientSoftwareName', 'py': 'client_software_name', 'type': 'string', 'versions': (3, None), 'default': '', 'ignorable': True},
         {'name': 'ClientSoftwareVersion', 'py': 'client_software_version', 'type': 'string', 'versions': (3, None), 'default': '', 'ignorable': True},
+        {'name': 'ClusterId', 'py': 'cluster_id', 'type': 'string', 'versions': (5, None), 'nullable': (5, None), 'default': None, 'ignorable': True},
+        {'name': 'NodeId', 'py': 'node_id', 'type': 'int32', 'versions': (5, None), 'default': -1, 'ignorable': True},
     )},
-    'ApiVersionsResponse': {'name': 'ApiVersionsResponse', 'type': 'response', 'api_key': 18, 'valid': (0, 4), 'flexible': 3, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ApiVersionsResponse': {'name': 'ApiVersionsResponse', 'type': 'response', 'api_key': 18, 'valid': (0, 5), 'flexible': 3, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ApiKeys', 'py': 'api_keys', 'type': '[]ApiVersion', 'versions': (0, None), 'default': (), 'struct': 'ApiVersion', 'fields': (
             {'name': 'ApiKey', 'py': 'api_key', 'type': 'int16', 'versions': (0, None), 'default': 0, 'map_key': True},
@@ -575,7 +586,7 @@ MESSAGES = {
         )},
         {'name': 'ZkMigrationReady', 'py': 'zk_migration_ready', 'type': 'bool', 'versions': (3, None), 'tagged': (3, None), 'tag': 3, 'default': False, 'ignorable': True},
     )},
-    'CreateTopicsRequest': {'name': 'CreateTopicsRequest', 'type': 'request', 'api_key': 19, 'valid': (0, 7), 'flexible': 5, 'deprecated': (0, 1), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'CreateTopicsRequest': {'name': 'CreateTopicsRequest', 'type': 'request', 'api_key': 19, 'valid': (0, 7), 'flexible': 5, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Topics', 'py': 'topics', 'type': '[]CreatableTopic', 'versions': (0, None), 'default': (), 'struct': 'CreatableTopic', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
             {'name': 'NumPartitions', 'py': 'num_partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
@@ -611,7 +622,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'DeleteTopicsRequest': {'name': 'DeleteTopicsRequest', 'type': 'request', 'api_key': 20, 'valid': (0, 6), 'flexible': 4, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'DeleteTopicsRequest': {'name': 'DeleteTopicsRequest', 'type': 'request', 'api_key': 20, 'valid': (0, 6), 'flexible': 4, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Topics', 'py': 'topics', 'type': '[]DeleteTopicState', 'versions': (6, None), 'default': (), 'struct': 'DeleteTopicState', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (6, None), 'nullable': (6, None), 'default': None},
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (6, None), 'default': '00000000-0000-0000-0000-000000000000'},
@@ -628,7 +639,7 @@ MESSAGES = {
             {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (5, None), 'nullable': (5, None), 'default': None, 'ignorable': True},
         )},
     )},
-    'DeleteRecordsRequest': {'name': 'DeleteRecordsRequest', 'type': 'request', 'api_key': 21, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'DeleteRecordsRequest': {'name': 'DeleteRecordsRequest', 'type': 'request', 'api_key': 21, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Topics', 'py': 'topics', 'type': '[]DeleteRecordsTopic', 'versions': (0, None), 'default': (), 'struct': 'DeleteRecordsTopic', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]DeleteRecordsPartition', 'versions': (0, None), 'default': (), 'struct': 'DeleteRecordsPartition', 'fields': (
@@ -649,19 +660,23 @@ MESSAGES = {
             )},
         )},
     )},
-    'InitProducerIdRequest': {'name': 'InitProducerIdRequest', 'type': 'request', 'api_key': 22, 'valid': (0, 5), 'flexible': 2, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'InitProducerIdRequest': {'name': 'InitProducerIdRequest', 'type': 'request', 'api_key': 22, 'valid': (0, 6), 'flexible': 2, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
         {'name': 'TransactionalId', 'py': 'transactional_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         {'name': 'TransactionTimeoutMs', 'py': 'transaction_timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (3, None), 'default': -1},
         {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (3, None), 'default': -1},
+        {'name': 'Enable2Pc', 'py': 'enable2_pc', 'type': 'bool', 'versions': (6, None), 'default': False},
+        {'name': 'KeepPreparedTxn', 'py': 'keep_prepared_txn', 'type': 'bool', 'versions': (6, None), 'default': False},
     )},
-    'InitProducerIdResponse': {'name': 'InitProducerIdResponse', 'type': 'response', 'api_key': 22, 'valid': (0, 5), 'flexible': 2, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'InitProducerIdResponse': {'name': 'InitProducerIdResponse', 'type': 'response', 'api_key': 22, 'valid': (0, 6), 'flexible': 2, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0, 'ignorable': True},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': -1},
         {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        {'name': 'OngoingTxnProducerId', 'py': 'ongoing_txn_producer_id', 'type': 'int64', 'versions': (6, None), 'default': -1},
+        {'name': 'OngoingTxnProducerEpoch', 'py': 'ongoing_txn_producer_epoch', 'type': 'int16', 'versions': (6, None), 'default': -1},
     )},
-    'OffsetForLeaderEpochRequest': {'name': 'OffsetForLeaderEpochRequest', 'type': 'request', 'api_key': 23, 'valid': (0, 4), 'flexible': 4, 'deprecated': (0, 1), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'OffsetForLeaderEpochRequest': {'name': 'OffsetForLeaderEpochRequest', 'type': 'request', 'api_key': 23, 'valid': (0, 4), 'flexible': 4, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'ReplicaId', 'py': 'replica_id', 'type': 'int32', 'versions': (3, None), 'default': -2, 'ignorable': True},
         {'name': 'Topics', 'py': 'topics', 'type': '[]OffsetForLeaderTopic', 'versions': (0, None), 'default': (), 'struct': 'OffsetForLeaderTopic', 'fields': (
             {'name': 'Topic', 'py': 'topic', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
@@ -684,7 +699,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'AddPartitionsToTxnRequest': {'name': 'AddPartitionsToTxnRequest', 'type': 'request', 'api_key': 24, 'valid': (0, 5), 'flexible': 3, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'AddPartitionsToTxnRequest': {'name': 'AddPartitionsToTxnRequest', 'type': 'request', 'api_key': 24, 'valid': (0, 5), 'flexible': 3, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Transactions', 'py': 'transactions', 'type': '[]AddPartitionsToTxnTransaction', 'versions': (4, None), 'default': (), 'struct': 'AddPartitionsToTxnTransaction', 'fields': (
             {'name': 'TransactionalId', 'py': 'transactional_id', 'type': 'string', 'versions': (4, None), 'default': '', 'map_key': True},
             {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (4, None), 'default': 0},
@@ -724,7 +739,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'AddOffsetsToTxnRequest': {'name': 'AddOffsetsToTxnRequest', 'type': 'request', 'api_key': 25, 'valid': (0, 4), 'flexible': 3, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'AddOffsetsToTxnRequest': {'name': 'AddOffsetsToTxnRequest', 'type': 'request', 'api_key': 25, 'valid': (0, 4), 'flexible': 3, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'TransactionalId', 'py': 'transactional_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': 0},
         {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -734,7 +749,7 @@ MESSAGES = {
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
     )},
-    'EndTxnRequest': {'name': 'EndTxnRequest', 'type': 'request', 'api_key': 26, 'valid': (0, 5), 'flexible': 3, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': True, 'fields': (
+    'EndTxnRequest': {'name': 'EndTxnRequest', 'type': 'request', 'api_key': 26, 'valid': (0, 5), 'flexible': 3, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'TransactionalId', 'py': 'transactional_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': 0},
         {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -746,7 +761,7 @@ MESSAGES = {
         {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (5, None), 'default': -1, 'ignorable': True},
         {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (5, None), 'default': -1, 'ignorable': True},
     )},
-    'WriteTxnMarkersRequest': {'name': 'WriteTxnMarkersRequest', 'type': 'request', 'api_key': 27, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'WriteTxnMarkersRequest': {'name': 'WriteTxnMarkersRequest', 'type': 'request', 'api_key': 27, 'valid': (0, 2), 'flexible': 1, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Markers', 'py': 'markers', 'type': '[]WritableTxnMarker', 'versions': (0, None), 'default': (), 'struct': 'WritableTxnMarker', 'fields': (
             {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': 0},
             {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -756,9 +771,10 @@ MESSAGES = {
                 {'name': 'PartitionIndexes', 'py': 'partition_indexes', 'type': '[]int32', 'versions': (0, None), 'default': ()},
             )},
             {'name': 'CoordinatorEpoch', 'py': 'coordinator_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+            {'name': 'TransactionVersion', 'py': 'transaction_version', 'type': 'int8', 'versions': (2, None), 'default': 0, 'ignorable': True},
         )},
     )},
-    'WriteTxnMarkersResponse': {'name': 'WriteTxnMarkersResponse', 'type': 'response', 'api_key': 27, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'WriteTxnMarkersResponse': {'name': 'WriteTxnMarkersResponse', 'type': 'response', 'api_key': 27, 'valid': (0, 2), 'flexible': 1, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Markers', 'py': 'markers', 'type': '[]WritableTxnMarkerResult', 'versions': (0, None), 'default': (), 'struct': 'WritableTxnMarkerResult', 'fields': (
             {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': 0},
             {'name': 'Topics', 'py': 'topics', 'type': '[]WritableTxnMarkerTopicResult', 'versions': (0, None), 'default': (), 'struct': 'WritableTxnMarkerTopicResult', 'fields': (
@@ -770,16 +786,17 @@ MESSAGES = {
             )},
         )},
     )},
-    'TxnOffsetCommitRequest': {'name': 'TxnOffsetCommitRequest', 'type': 'request', 'api_key': 28, 'valid': (0, 4), 'flexible': 3, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'TxnOffsetCommitRequest': {'name': 'TxnOffsetCommitRequest', 'type': 'request', 'api_key': 28, 'valid': (0, 6), 'flexible': 3, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'TransactionalId', 'py': 'transactional_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': 0},
         {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (0, None), 'default': 0},
-        {'name': 'GenerationId', 'py': 'generation_id', 'type': 'int32', 'versions': (3, None), 'default': -1},
+        {'name': 'GenerationIdOrMemberEpoch', 'py': 'generation_id_or_member_epoch', 'type': 'int32', 'versions': (3, None), 'default': -1},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (3, None), 'default': ''},
         {'name': 'GroupInstanceId', 'py': 'group_instance_id', 'type': 'string', 'versions': (3, None), 'nullable': (3, None), 'default': None},
         {'name': 'Topics', 'py': 'topics', 'type': '[]TxnOffsetCommitRequestTopic', 'versions': (0, None), 'default': (), 'struct': 'TxnOffsetCommitRequestTopic', 'fields': (
-            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, 5), 'default': '', 'ignorable': True},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (6, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]TxnOffsetCommitRequestPartition', 'versions': (0, None), 'default': (), 'struct': 'TxnOffsetCommitRequestPartition', 'fields': (
                 {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'CommittedOffset', 'py': 'committed_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
@@ -788,17 +805,18 @@ MESSAGES = {
             )},
         )},
     )},
-    'TxnOffsetCommitResponse': {'name': 'TxnOffsetCommitResponse', 'type': 'response', 'api_key': 28, 'valid': (0, 4), 'flexible': 3, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'TxnOffsetCommitResponse': {'name': 'TxnOffsetCommitResponse', 'type': 'response', 'api_key': 28, 'valid': (0, 6), 'flexible': 3, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'Topics', 'py': 'topics', 'type': '[]TxnOffsetCommitResponseTopic', 'versions': (0, None), 'default': (), 'struct': 'TxnOffsetCommitResponseTopic', 'fields': (
-            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, 5), 'default': '', 'ignorable': True},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (6, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]TxnOffsetCommitResponsePartition', 'versions': (0, None), 'default': (), 'struct': 'TxnOffsetCommitResponsePartition', 'fields': (
                 {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
             )},
         )},
     )},
-    'DescribeAclsRequest': {'name': 'DescribeAclsRequest', 'type': 'request', 'api_key': 29, 'valid': (0, 3), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'DescribeAclsRequest': {'name': 'DescribeAclsRequest', 'type': 'request', 'api_key': 29, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'ResourceTypeFilter', 'py': 'resource_type_filter', 'type': 'int8', 'versions': (0, None), 'default': 0},
         {'name': 'ResourceNameFilter', 'py': 'resource_name_filter', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         {'name': 'PatternTypeFilter', 'py': 'pattern_type_filter', 'type': 'int8', 'versions': (1, None), 'default': 3},
@@ -823,7 +841,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'CreateAclsRequest': {'name': 'CreateAclsRequest', 'type': 'request', 'api_key': 30, 'valid': (0, 3), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'CreateAclsRequest': {'name': 'CreateAclsRequest', 'type': 'request', 'api_key': 30, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Creations', 'py': 'creations', 'type': '[]AclCreation', 'versions': (0, None), 'default': (), 'struct': 'AclCreation', 'fields': (
             {'name': 'ResourceType', 'py': 'resource_type', 'type': 'int8', 'versions': (0, None), 'default': 0},
             {'name': 'ResourceName', 'py': 'resource_name', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -841,7 +859,7 @@ MESSAGES = {
             {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         )},
     )},
-    'DeleteAclsRequest': {'name': 'DeleteAclsRequest', 'type': 'request', 'api_key': 31, 'valid': (0, 3), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'DeleteAclsRequest': {'name': 'DeleteAclsRequest', 'type': 'request', 'api_key': 31, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Filters', 'py': 'filters', 'type': '[]DeleteAclsFilter', 'versions': (0, None), 'default': (), 'struct': 'DeleteAclsFilter', 'fields': (
             {'name': 'ResourceTypeFilter', 'py': 'resource_type_filter', 'type': 'int8', 'versions': (0, None), 'default': 0},
             {'name': 'ResourceNameFilter', 'py': 'resource_name_filter', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
@@ -870,7 +888,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'DescribeConfigsRequest': {'name': 'DescribeConfigsRequest', 'type': 'request', 'api_key': 32, 'valid': (0, 4), 'flexible': 4, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'DescribeConfigsRequest': {'name': 'DescribeConfigsRequest', 'type': 'request', 'api_key': 32, 'valid': (0, 4), 'flexible': 4, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Resources', 'py': 'resources', 'type': '[]DescribeConfigsResource', 'versions': (0, None), 'default': (), 'struct': 'DescribeConfigsResource', 'fields': (
             {'name': 'ResourceType', 'py': 'resource_type', 'type': 'int8', 'versions': (0, None), 'default': 0},
             {'name': 'ResourceName', 'py': 'resource_name', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -903,7 +921,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'AlterConfigsRequest': {'name': 'AlterConfigsRequest', 'type': 'request', 'api_key': 33, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'AlterConfigsRequest': {'name': 'AlterConfigsRequest', 'type': 'request', 'api_key': 33, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Resources', 'py': 'resources', 'type': '[]AlterConfigsResource', 'versions': (0, None), 'default': (), 'struct': 'AlterConfigsResource', 'fields': (
             {'name': 'ResourceType', 'py': 'resource_type', 'type': 'int8', 'versions': (0, None), 'default': 0, 'map_key': True},
             {'name': 'ResourceName', 'py': 'resource_name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
@@ -923,7 +941,7 @@ MESSAGES = {
             {'name': 'ResourceName', 'py': 'resource_name', 'type': 'string', 'versions': (0, None), 'default': ''},
         )},
     )},
-    'AlterReplicaLogDirsRequest': {'name': 'AlterReplicaLogDirsRequest', 'type': 'request', 'api_key': 34, 'valid': (0, 2), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'AlterReplicaLogDirsRequest': {'name': 'AlterReplicaLogDirsRequest', 'type': 'request', 'api_key': 34, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Dirs', 'py': 'dirs', 'type': '[]AlterReplicaLogDir', 'versions': (0, None), 'default': (), 'struct': 'AlterReplicaLogDir', 'fields': (
             {'name': 'Path', 'py': 'path', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
             {'name': 'Topics', 'py': 'topics', 'type': '[]AlterReplicaLogDirTopic', 'versions': (0, None), 'default': (), 'struct': 'AlterReplicaLogDirTopic', 'fields': (
@@ -942,13 +960,13 @@ MESSAGES = {
             )},
         )},
     )},
-    'DescribeLogDirsRequest': {'name': 'DescribeLogDirsRequest', 'type': 'request', 'api_key': 35, 'valid': (0, 4), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'DescribeLogDirsRequest': {'name': 'DescribeLogDirsRequest', 'type': 'request', 'api_key': 35, 'valid': (0, 5), 'flexible': 2, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Topics', 'py': 'topics', 'type': '[]DescribableLogDirTopic', 'versions': (0, None), 'nullable': (0, None), 'default': (), 'struct': 'DescribableLogDirTopic', 'fields': (
             {'name': 'Topic', 'py': 'topic', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
         )},
     )},
-    'DescribeLogDirsResponse': {'name': 'DescribeLogDirsResponse', 'type': 'response', 'api_key': 35, 'valid': (0, 4), 'flexible': 2, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'DescribeLogDirsResponse': {'name': 'DescribeLogDirsResponse', 'type': 'response', 'api_key': 35, 'valid': (0, 5), 'flexible': 2, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (3, None), 'default': 0, 'ignorable': True},
         {'name': 'Results', 'py': 'results', 'type': '[]DescribeLogDirsResult', 'versions': (0, None), 'default': (), 'struct': 'DescribeLogDirsResult', 'fields': (
@@ -965,9 +983,10 @@ MESSAGES = {
             )},
             {'name': 'TotalBytes', 'py': 'total_bytes', 'type': 'int64', 'versions': (4, None), 'default': -1, 'ignorable': True},
             {'name': 'UsableBytes', 'py': 'usable_bytes', 'type': 'int64', 'versions': (4, None), 'default': -1, 'ignorable': True},
+            {'name': 'IsCordoned', 'py': 'is_cordoned', 'type': 'bool', 'versions': (5, None), 'default': False, 'ignorable': True},
         )},
     )},
-    'SaslAuthenticateRequest': {'name': 'SaslAuthenticateRequest', 'type': 'request', 'api_key': 36, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'SaslAuthenticateRequest': {'name': 'SaslAuthenticateRequest', 'type': 'request', 'api_key': 36, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'AuthBytes', 'py': 'auth_bytes', 'type': 'bytes', 'versions': (0, None), 'default': b''},
     )},
     'SaslAuthenticateResponse': {'name': 'SaslAuthenticateResponse', 'type': 'response', 'api_key': 36, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
@@ -976,7 +995,7 @@ MESSAGES = {
         {'name': 'AuthBytes', 'py': 'auth_bytes', 'type': 'bytes', 'versions': (0, None), 'default': b''},
         {'name': 'SessionLifetimeMs', 'py': 'session_lifetime_ms', 'type': 'int64', 'versions': (1, None), 'default': 0, 'ignorable': True},
     )},
-    'CreatePartitionsRequest': {'name': 'CreatePartitionsRequest', 'type': 'request', 'api_key': 37, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'CreatePartitionsRequest': {'name': 'CreatePartitionsRequest', 'type': 'request', 'api_key': 37, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Topics', 'py': 'topics', 'type': '[]CreatePartitionsTopic', 'versions': (0, None), 'default': (), 'struct': 'CreatePartitionsTopic', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
             {'name': 'Count', 'py': 'count', 'type': 'int32', 'versions': (0, None), 'default': 0},
@@ -995,7 +1014,7 @@ MESSAGES = {
             {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
         )},
     )},
-    'CreateDelegationTokenRequest': {'name': 'CreateDelegationTokenRequest', 'type': 'request', 'api_key': 38, 'valid': (0, 3), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'CreateDelegationTokenRequest': {'name': 'CreateDelegationTokenRequest', 'type': 'request', 'api_key': 38, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'OwnerPrincipalType', 'py': 'owner_principal_type', 'type': 'string', 'versions': (3, None), 'nullable': (3, None), 'default': ''},
         {'name': 'OwnerPrincipalName', 'py': 'owner_principal_name', 'type': 'string', 'versions': (3, None), 'nullable': (3, None), 'default': ''},
         {'name': 'Renewers', 'py': 'renewers', 'type': '[]CreatableRenewers', 'versions': (0, None), 'default': (), 'struct': 'CreatableRenewers', 'fields': (
@@ -1017,7 +1036,7 @@ MESSAGES = {
         {'name': 'Hmac', 'py': 'hmac', 'type': 'bytes', 'versions': (0, None), 'default': b''},
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
     )},
-    'RenewDelegationTokenRequest': {'name': 'RenewDelegationTokenRequest', 'type': 'request', 'api_key': 39, 'valid': (0, 2), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'RenewDelegationTokenRequest': {'name': 'RenewDelegationTokenRequest', 'type': 'request', 'api_key': 39, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Hmac', 'py': 'hmac', 'type': 'bytes', 'versions': (0, None), 'default': b''},
         {'name': 'RenewPeriodMs', 'py': 'renew_period_ms', 'type': 'int64', 'versions': (0, None), 'default': 0},
     )},
@@ -1026,7 +1045,7 @@ MESSAGES = {
         {'name': 'ExpiryTimestampMs', 'py': 'expiry_timestamp_ms', 'type': 'int64', 'versions': (0, None), 'default': 0},
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
     )},
-    'ExpireDelegationTokenRequest': {'name': 'ExpireDelegationTokenRequest', 'type': 'request', 'api_key': 40, 'valid': (0, 2), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'ExpireDelegationTokenRequest': {'name': 'ExpireDelegationTokenRequest', 'type': 'request', 'api_key': 40, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Hmac', 'py': 'hmac', 'type': 'bytes', 'versions': (0, None), 'default': b''},
         {'name': 'ExpiryTimePeriodMs', 'py': 'expiry_time_period_ms', 'type': 'int64', 'versions': (0, None), 'default': 0},
     )},
@@ -1035,7 +1054,7 @@ MESSAGES = {
         {'name': 'ExpiryTimestampMs', 'py': 'expiry_timestamp_ms', 'type': 'int64', 'versions': (0, None), 'default': 0},
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
     )},
-    'DescribeDelegationTokenRequest': {'name': 'DescribeDelegationTokenRequest', 'type': 'request', 'api_key': 41, 'valid': (0, 3), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'DescribeDelegationTokenRequest': {'name': 'DescribeDelegationTokenRequest', 'type': 'request', 'api_key': 41, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Owners', 'py': 'owners', 'type': '[]DescribeDelegationTokenOwner', 'versions': (0, None), 'nullable': (0, None), 'default': (), 'struct': 'DescribeDelegationTokenOwner', 'fields': (
             {'name': 'PrincipalType', 'py': 'principal_type', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'PrincipalName', 'py': 'principal_name', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -1060,17 +1079,18 @@ MESSAGES = {
         )},
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
     )},
-    'DeleteGroupsRequest': {'name': 'DeleteGroupsRequest', 'type': 'request', 'api_key': 42, 'valid': (0, 2), 'flexible': 2, 'deprecated': (0, 0), 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'DeleteGroupsRequest': {'name': 'DeleteGroupsRequest', 'type': 'request', 'api_key': 42, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupsNames', 'py': 'groups_names', 'type': '[]string', 'versions': (0, None), 'default': ()},
     )},
-    'DeleteGroupsResponse': {'name': 'DeleteGroupsResponse', 'type': 'response', 'api_key': 42, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'DeleteGroupsResponse': {'name': 'DeleteGroupsResponse', 'type': 'response', 'api_key': 42, 'valid': (0, 3), 'flexible': 2, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'Results', 'py': 'results', 'type': '[]DeletableGroupResult', 'versions': (0, None), 'default': (), 'struct': 'DeletableGroupResult', 'fields': (
             {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
             {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+            {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (3, None), 'nullable': (3, None), 'default': None, 'ignorable': True},
         )},
     )},
-    'ElectLeadersRequest': {'name': 'ElectLeadersRequest', 'type': 'request', 'api_key': 43, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'ElectLeadersRequest': {'name': 'ElectLeadersRequest', 'type': 'request', 'api_key': 43, 'valid': (0, 2), 'flexible': 2, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'ElectionType', 'py': 'election_type', 'type': 'int8', 'versions': (1, None), 'default': 0},
         {'name': 'TopicPartitions', 'py': 'topic_partitions', 'type': '[]TopicPartitions', 'versions': (0, None), 'nullable': (0, None), 'default': (), 'struct': 'TopicPartitions', 'fields': (
             {'name': 'Topic', 'py': 'topic', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
@@ -1090,7 +1110,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'IncrementalAlterConfigsRequest': {'name': 'IncrementalAlterConfigsRequest', 'type': 'request', 'api_key': 44, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'IncrementalAlterConfigsRequest': {'name': 'IncrementalAlterConfigsRequest', 'type': 'request', 'api_key': 44, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Resources', 'py': 'resources', 'type': '[]AlterConfigsResource', 'versions': (0, None), 'default': (), 'struct': 'AlterConfigsResource', 'fields': (
             {'name': 'ResourceType', 'py': 'resource_type', 'type': 'int8', 'versions': (0, None), 'default': 0, 'map_key': True},
             {'name': 'ResourceName', 'py': 'resource_name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
@@ -1111,8 +1131,9 @@ MESSAGES = {
             {'name': 'ResourceName', 'py': 'resource_name', 'type': 'string', 'versions': (0, None), 'default': ''},
         )},
     )},
-    'AlterPartitionReassignmentsRequest': {'name': 'AlterPartitionReassignmentsRequest', 'type': 'request', 'api_key': 45, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller', 'zkBroker'), 'unstable': False, 'fields': (
+    'AlterPartitionReassignmentsRequest': {'name': 'AlterPartitionReassignmentsRequest', 'type': 'request', 'api_key': 45, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'TimeoutMs', 'py': 'timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 60000},
+        {'name': 'AllowReplicationFactorChange', 'py': 'allow_replication_factor_change', 'type': 'bool', 'versions': (1, None), 'default': True},
         {'name': 'Topics', 'py': 'topics', 'type': '[]ReassignableTopic', 'versions': (0, None), 'default': (), 'struct': 'ReassignableTopic', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]ReassignablePartition', 'versions': (0, None), 'default': (), 'struct': 'ReassignablePartition', 'fields': (
@@ -1121,8 +1142,9 @@ MESSAGES = {
             )},
         )},
     )},
-    'AlterPartitionReassignmentsResponse': {'name': 'AlterPartitionReassignmentsResponse', 'type': 'response', 'api_key': 45, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'AlterPartitionReassignmentsResponse': {'name': 'AlterPartitionReassignmentsResponse', 'type': 'response', 'api_key': 45, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'AllowReplicationFactorChange', 'py': 'allow_replication_factor_change', 'type': 'bool', 'versions': (1, None), 'default': True, 'ignorable': True},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         {'name': 'Responses', 'py': 'responses', 'type': '[]ReassignableTopicResponse', 'versions': (0, None), 'default': (), 'struct': 'ReassignableTopicResponse', 'fields': (
@@ -1134,7 +1156,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'ListPartitionReassignmentsRequest': {'name': 'ListPartitionReassignmentsRequest', 'type': 'request', 'api_key': 46, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller', 'zkBroker'), 'unstable': False, 'fields': (
+    'ListPartitionReassignmentsRequest': {'name': 'ListPartitionReassignmentsRequest', 'type': 'request', 'api_key': 46, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'TimeoutMs', 'py': 'timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 60000},
         {'name': 'Topics', 'py': 'topics', 'type': '[]ListPartitionReassignmentsTopics', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'ListPartitionReassignmentsTopics', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -1155,7 +1177,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'OffsetDeleteRequest': {'name': 'OffsetDeleteRequest', 'type': 'request', 'api_key': 47, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'OffsetDeleteRequest': {'name': 'OffsetDeleteRequest', 'type': 'request', 'api_key': 47, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'Topics', 'py': 'topics', 'type': '[]OffsetDeleteRequestTopic', 'versions': (0, None), 'default': (), 'struct': 'OffsetDeleteRequestTopic', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
@@ -1175,7 +1197,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'DescribeClientQuotasRequest': {'name': 'DescribeClientQuotasRequest', 'type': 'request', 'api_key': 48, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'DescribeClientQuotasRequest': {'name': 'DescribeClientQuotasRequest', 'type': 'request', 'api_key': 48, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Components', 'py': 'components', 'type': '[]ComponentData', 'versions': (0, None), 'default': (), 'struct': 'ComponentData', 'fields': (
             {'name': 'EntityType', 'py': 'entity_type', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'MatchType', 'py': 'match_type', 'type': 'int8', 'versions': (0, None), 'default': 0},
@@ -1198,7 +1220,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'AlterClientQuotasRequest': {'name': 'AlterClientQuotasRequest', 'type': 'request', 'api_key': 49, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'AlterClientQuotasRequest': {'name': 'AlterClientQuotasRequest', 'type': 'request', 'api_key': 49, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Entries', 'py': 'entries', 'type': '[]EntryData', 'versions': (0, None), 'default': (), 'struct': 'EntryData', 'fields': (
             {'name': 'Entity', 'py': 'entity', 'type': '[]EntityData', 'versions': (0, None), 'default': (), 'struct': 'EntityData', 'fields': (
                 {'name': 'EntityType', 'py': 'entity_type', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -1223,7 +1245,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'DescribeUserScramCredentialsRequest': {'name': 'DescribeUserScramCredentialsRequest', 'type': 'request', 'api_key': 50, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'DescribeUserScramCredentialsRequest': {'name': 'DescribeUserScramCredentialsRequest', 'type': 'request', 'api_key': 50, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Users', 'py': 'users', 'type': '[]UserName', 'versions': (0, None), 'nullable': (0, None), 'default': (), 'struct': 'UserName', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
         )},
@@ -1242,7 +1264,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'AlterUserScramCredentialsRequest': {'name': 'AlterUserScramCredentialsRequest', 'type': 'request', 'api_key': 51, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'AlterUserScramCredentialsRequest': {'name': 'AlterUserScramCredentialsRequest', 'type': 'request', 'api_key': 51, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'Deletions', 'py': 'deletions', 'type': '[]ScramCredentialDeletion', 'versions': (0, None), 'default': (), 'struct': 'ScramCredentialDeletion', 'fields': (
             {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'Mechanism', 'py': 'mechanism', 'type': 'int8', 'versions': (0, None), 'default': 0},
@@ -1263,23 +1285,24 @@ MESSAGES = {
             {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         )},
     )},
-    'VoteRequest': {'name': 'VoteRequest', 'type': 'request', 'api_key': 52, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('controller',), 'unstable': False, 'fields': (
+    'VoteRequest': {'name': 'VoteRequest', 'type': 'request', 'api_key': 52, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': ('controller',), 'unstable': False, 'fields': (
         {'name': 'ClusterId', 'py': 'cluster_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
         {'name': 'VoterId', 'py': 'voter_id', 'type': 'int32', 'versions': (1, None), 'default': -1, 'ignorable': True},
         {'name': 'Topics', 'py': 'topics', 'type': '[]TopicData', 'versions': (0, None), 'default': (), 'struct': 'TopicData', 'fields': (
             {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]PartitionData', 'versions': (0, None), 'default': (), 'struct': 'PartitionData', 'fields': (
                 {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
-                {'name': 'CandidateEpoch', 'py': 'candidate_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
-                {'name': 'CandidateId', 'py': 'candidate_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
-                {'name': 'CandidateDirectoryId', 'py': 'candidate_directory_id', 'type': 'uuid', 'versions': (1, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
+                {'name': 'ReplicaEpoch', 'py': 'replica_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'ReplicaId', 'py': 'replica_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'ReplicaDirectoryId', 'py': 'replica_directory_id', 'type': 'uuid', 'versions': (1, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
                 {'name': 'VoterDirectoryId', 'py': 'voter_directory_id', 'type': 'uuid', 'versions': (1, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
                 {'name': 'LastOffsetEpoch', 'py': 'last_offset_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'LastOffset', 'py': 'last_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+                {'name': 'PreVote', 'py': 'pre_vote', 'type': 'bool', 'versions': (2, None), 'default': False},
             )},
         )},
     )},
-    'VoteResponse': {'name': 'VoteResponse', 'type': 'response', 'api_key': 52, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'VoteResponse': {'name': 'VoteResponse', 'type': 'response', 'api_key': 52, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'Topics', 'py': 'topics', 'type': '[]TopicData', 'versions': (0, None), 'default': (), 'struct': 'TopicData', 'fields': (
             {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -1415,7 +1438,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'AlterPartitionRequest': {'name': 'AlterPartitionRequest', 'type': 'request', 'api_key': 56, 'valid': (0, 3), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'controller'), 'unstable': False, 'fields': (
+    'AlterPartitionRequest': {'name': 'AlterPartitionRequest', 'type': 'request', 'api_key': 56, 'valid': (0, 3), 'flexible': 0, 'deprecated': None, 'listeners': ('controller',), 'unstable': False, 'fields': (
         {'name': 'BrokerId', 'py': 'broker_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'BrokerEpoch', 'py': 'broker_epoch', 'type': 'int64', 'versions': (0, None), 'default': -1},
         {'name': 'Topics', 'py': 'topics', 'type': '[]TopicData', 'versions': (0, None), 'default': (), 'struct': 'TopicData', 'fields': (
@@ -1451,7 +1474,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'UpdateFeaturesRequest': {'name': 'UpdateFeaturesRequest', 'type': 'request', 'api_key': 57, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'UpdateFeaturesRequest': {'name': 'UpdateFeaturesRequest', 'type': 'request', 'api_key': 57, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'timeoutMs', 'py': 'timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 60000},
         {'name': 'FeatureUpdates', 'py': 'feature_updates', 'type': '[]FeatureUpdateKey', 'versions': (0, None), 'default': (), 'struct': 'FeatureUpdateKey', 'fields': (
             {'name': 'Feature', 'py': 'feature', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
@@ -1471,7 +1494,7 @@ MESSAGES = {
             {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         )},
     )},
-    'EnvelopeRequest': {'name': 'EnvelopeRequest', 'type': 'request', 'api_key': 58, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('controller', 'zkBroker'), 'unstable': False, 'fields': (
+    'EnvelopeRequest': {'name': 'EnvelopeRequest', 'type': 'request', 'api_key': 58, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('controller',), 'unstable': False, 'fields': (
         {'name': 'RequestData', 'py': 'request_data', 'type': 'bytes', 'versions': (0, None), 'default': b''},
         {'name': 'RequestPrincipal', 'py': 'request_principal', 'type': 'bytes', 'versions': (0, None), 'nullable': (0, None), 'default': b''},
         {'name': 'ClientHostAddress', 'py': 'client_host_address', 'type': 'bytes', 'versions': (0, None), 'default': b''},
@@ -1525,11 +1548,12 @@ MESSAGES = {
             {'name': 'Port', 'py': 'port', 'type': 'uint16', 'versions': (1, None), 'default': 0},
         )},
     )},
-    'DescribeClusterRequest': {'name': 'DescribeClusterRequest', 'type': 'request', 'api_key': 60, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker', 'controller'), 'unstable': False, 'fields': (
+    'DescribeClusterRequest': {'name': 'DescribeClusterRequest', 'type': 'request', 'api_key': 60, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
         {'name': 'IncludeClusterAuthorizedOperations', 'py': 'include_cluster_authorized_operations', 'type': 'bool', 'versions': (0, None), 'default': False},
         {'name': 'EndpointType', 'py': 'endpoint_type', 'type': 'int8', 'versions': (1, None), 'default': 1},
+        {'name': 'IncludeFencedBrokers', 'py': 'include_fenced_brokers', 'type': 'bool', 'versions': (2, None), 'default': False},
     )},
-    'DescribeClusterResponse': {'name': 'DescribeClusterResponse', 'type': 'response', 'api_key': 60, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'DescribeClusterResponse': {'name': 'DescribeClusterResponse', 'type': 'response', 'api_key': 60, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
@@ -1541,12 +1565,13 @@ MESSAGES = {
             {'name': 'Host', 'py': 'host', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'Port', 'py': 'port', 'type': 'int32', 'versions': (0, None), 'default': 0},
             {'name': 'Rack', 'py': 'rack', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+            {'name': 'IsFenced', 'py': 'is_fenced', 'type': 'bool', 'versions': (2, None), 'default': False},
         )},
         {'name': 'ClusterAuthorizedOperations', 'py': 'cluster_authorized_operations', 'type': 'int32', 'versions': (0, None), 'default': -2147483648},
     )},
-    'DescribeProducersRequest': {'name': 'DescribeProducersRequest', 'type': 'request', 'api_key': 61, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'DescribeProducersRequest': {'name': 'DescribeProducersRequest', 'type': 'request', 'api_key': 61, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'Topics', 'py': 'topics', 'type': '[]TopicRequest', 'versions': (0, None), 'default': (), 'struct': 'TopicRequest', 'fields': (
-            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
             {'name': 'PartitionIndexes', 'py': 'partition_indexes', 'type': '[]int32', 'versions': (0, None), 'default': ()},
         )},
     )},
@@ -1594,15 +1619,16 @@ MESSAGES = {
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'BrokerEpoch', 'py': 'broker_epoch', 'type': 'int64', 'versions': (0, None), 'default': -1},
     )},
-    'BrokerHeartbeatRequest': {'name': 'BrokerHeartbeatRequest', 'type': 'request', 'api_key': 63, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('controller',), 'unstable': False, 'fields': (
+    'BrokerHeartbeatRequest': {'name': 'BrokerHeartbeatRequest', 'type': 'request', 'api_key': 63, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': ('controller',), 'unstable': False, 'fields': (
         {'name': 'BrokerId', 'py': 'broker_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'BrokerEpoch', 'py': 'broker_epoch', 'type': 'int64', 'versions': (0, None), 'default': -1},
         {'name': 'CurrentMetadataOffset', 'py': 'current_metadata_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
         {'name': 'WantFence', 'py': 'want_fence', 'type': 'bool', 'versions': (0, None), 'default': False},
         {'name': 'WantShutDown', 'py': 'want_shut_down', 'type': 'bool', 'versions': (0, None), 'default': False},
         {'name': 'OfflineLogDirs', 'py': 'offline_log_dirs', 'type': '[]uuid', 'versions': (1, None), 'tagged': (1, None), 'tag': 0, 'default': ()},
+        {'name': 'CordonedLogDirs', 'py': 'cordoned_log_dirs', 'type': '[]uuid', 'versions': (2, None), 'nullable': (2, None), 'tagged': (2, None), 'tag': 1, 'default': None},
     )},
-    'BrokerHeartbeatResponse': {'name': 'BrokerHeartbeatResponse', 'type': 'response', 'api_key': 63, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'BrokerHeartbeatResponse': {'name': 'BrokerHeartbeatResponse', 'type': 'response', 'api_key': 63, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'IsCaughtUp', 'py': 'is_caught_up', 'type': 'bool', 'versions': (0, None), 'default': False},
@@ -1617,7 +1643,7 @@ MESSAGES = {
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
     )},
-    'DescribeTransactionsRequest': {'name': 'DescribeTransactionsRequest', 'type': 'request', 'api_key': 65, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'DescribeTransactionsRequest': {'name': 'DescribeTransactionsRequest', 'type': 'request', 'api_key': 65, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'TransactionalIds', 'py': 'transactional_ids', 'type': '[]string', 'versions': (0, None), 'default': ()},
     )},
     'DescribeTransactionsResponse': {'name': 'DescribeTransactionsResponse', 'type': 'response', 'api_key': 65, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
@@ -1636,12 +1662,13 @@ MESSAGES = {
             )},
         )},
     )},
-    'ListTransactionsRequest': {'name': 'ListTransactionsRequest', 'type': 'request', 'api_key': 66, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'ListTransactionsRequest': {'name': 'ListTransactionsRequest', 'type': 'request', 'api_key': 66, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'StateFilters', 'py': 'state_filters', 'type': '[]string', 'versions': (0, None), 'default': ()},
         {'name': 'ProducerIdFilters', 'py': 'producer_id_filters', 'type': '[]int64', 'versions': (0, None), 'default': ()},
         {'name': 'DurationFilter', 'py': 'duration_filter', 'type': 'int64', 'versions': (1, None), 'default': -1},
+        {'name': 'TransactionalIdPattern', 'py': 'transactional_id_pattern', 'type': 'string', 'versions': (2, None), 'nullable': (2, None), 'default': None},
     )},
-    'ListTransactionsResponse': {'name': 'ListTransactionsResponse', 'type': 'response', 'api_key': 66, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ListTransactionsResponse': {'name': 'ListTransactionsResponse', 'type': 'response', 'api_key': 66, 'valid': (0, 2), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'UnknownStateFilters', 'py': 'unknown_state_filters', 'type': '[]string', 'versions': (0, None), 'default': ()},
@@ -1651,7 +1678,7 @@ MESSAGES = {
             {'name': 'TransactionState', 'py': 'transaction_state', 'type': 'string', 'versions': (0, None), 'default': ''},
         )},
     )},
-    'AllocateProducerIdsRequest': {'name': 'AllocateProducerIdsRequest', 'type': 'request', 'api_key': 67, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'controller'), 'unstable': False, 'fields': (
+    'AllocateProducerIdsRequest': {'name': 'AllocateProducerIdsRequest', 'type': 'request', 'api_key': 67, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('controller',), 'unstable': False, 'fields': (
         {'name': 'BrokerId', 'py': 'broker_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'BrokerEpoch', 'py': 'broker_epoch', 'type': 'int64', 'versions': (0, None), 'default': -1},
     )},
@@ -1661,7 +1688,7 @@ MESSAGES = {
         {'name': 'ProducerIdStart', 'py': 'producer_id_start', 'type': 'int64', 'versions': (0, None), 'default': 0},
         {'name': 'ProducerIdLen', 'py': 'producer_id_len', 'type': 'int32', 'versions': (0, None), 'default': 0},
     )},
-    'ConsumerGroupHeartbeatRequest': {'name': 'ConsumerGroupHeartbeatRequest', 'type': 'request', 'api_key': 68, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': True, 'fields': (
+    'ConsumerGroupHeartbeatRequest': {'name': 'ConsumerGroupHeartbeatRequest', 'type': 'request', 'api_key': 68, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
@@ -1690,11 +1717,11 @@ MESSAGES = {
             )},
         )},
     )},
-    'ConsumerGroupDescribeRequest': {'name': 'ConsumerGroupDescribeRequest', 'type': 'request', 'api_key': 69, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('zkBroker', 'broker'), 'unstable': False, 'fields': (
+    'ConsumerGroupDescribeRequest': {'name': 'ConsumerGroupDescribeRequest', 'type': 'request', 'api_key': 69, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupIds', 'py': 'group_ids', 'type': '[]string', 'versions': (0, None), 'default': ()},
         {'name': 'IncludeAuthorizedOperations', 'py': 'include_authorized_operations', 'type': 'bool', 'versions': (0, None), 'default': False},
     )},
-    'ConsumerGroupDescribeResponse': {'name': 'ConsumerGroupDescribeResponse', 'type': 'response', 'api_key': 69, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ConsumerGroupDescribeResponse': {'name': 'ConsumerGroupDescribeResponse', 'type': 'response', 'api_key': 69, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'Groups', 'py': 'groups', 'type': '[]DescribedGroup', 'versions': (0, None), 'default': (), 'struct': 'DescribedGroup', 'fields': (
             {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -1727,6 +1754,7 @@ MESSAGES = {
                         {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
                     )},
                 )},
+                {'name': 'MemberType', 'py': 'member_type', 'type': 'int8', 'versions': (1, None), 'default': -1, 'ignorable': True},
             )},
             {'name': 'AuthorizedOperations', 'py': 'authorized_operations', 'type': 'int32', 'versions': (0, None), 'default': -2147483648},
         )},
@@ -1804,13 +1832,15 @@ MESSAGES = {
             )},
         )},
     )},
-    'ListClientMetricsResourcesRequest': {'name': 'ListClientMetricsResourcesRequest', 'type': 'request', 'api_key': 74, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
+    'ListConfigResourcesRequest': {'name': 'ListConfigResourcesRequest', 'type': 'request', 'api_key': 74, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
+        {'name': 'ResourceTypes', 'py': 'resource_types', 'type': '[]int8', 'versions': (1, None), 'default': ()},
     )},
-    'ListClientMetricsResourcesResponse': {'name': 'ListClientMetricsResourcesResponse', 'type': 'response', 'api_key': 74, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ListConfigResourcesResponse': {'name': 'ListConfigResourcesResponse', 'type': 'response', 'api_key': 74, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
-        {'name': 'ClientMetricsResources', 'py': 'client_metrics_resources', 'type': '[]ClientMetricsResource', 'versions': (0, None), 'default': (), 'struct': 'ClientMetricsResource', 'fields': (
-            {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'ConfigResources', 'py': 'config_resources', 'type': '[]ConfigResource', 'versions': (0, None), 'default': (), 'struct': 'ConfigResource', 'fields': (
+            {'name': 'ResourceName', 'py': 'resource_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'ResourceType', 'py': 'resource_type', 'type': 'int8', 'versions': (1, None), 'default': 16, 'ignorable': True},
         )},
     )},
     'DescribeTopicPartitionsRequest': {'name': 'DescribeTopicPartitionsRequest', 'type': 'request', 'api_key': 75, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
@@ -1848,14 +1878,14 @@ MESSAGES = {
             {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
         )},
     )},
-    'ShareGroupHeartbeatRequest': {'name': 'ShareGroupHeartbeatRequest', 'type': 'request', 'api_key': 76, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'ShareGroupHeartbeatRequest': {'name': 'ShareGroupHeartbeatRequest', 'type': 'request', 'api_key': 76, 'valid': (1, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
         {'name': 'SubscribedTopicNames', 'py': 'subscribed_topic_names', 'type': '[]string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
     )},
-    'ShareGroupHeartbeatResponse': {'name': 'ShareGroupHeartbeatResponse', 'type': 'response', 'api_key': 76, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ShareGroupHeartbeatResponse': {'name': 'ShareGroupHeartbeatResponse', 'type': 'response', 'api_key': 76, 'valid': (1, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
@@ -1869,11 +1899,11 @@ MESSAGES = {
             )},
         )},
     )},
-    'ShareGroupDescribeRequest': {'name': 'ShareGroupDescribeRequest', 'type': 'request', 'api_key': 77, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'ShareGroupDescribeRequest': {'name': 'ShareGroupDescribeRequest', 'type': 'request', 'api_key': 77, 'valid': (1, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupIds', 'py': 'group_ids', 'type': '[]string', 'versions': (0, None), 'default': ()},
         {'name': 'IncludeAuthorizedOperations', 'py': 'include_authorized_operations', 'type': 'bool', 'versions': (0, None), 'default': False},
     )},
-    'ShareGroupDescribeResponse': {'name': 'ShareGroupDescribeResponse', 'type': 'response', 'api_key': 77, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ShareGroupDescribeResponse': {'name': 'ShareGroupDescribeResponse', 'type': 'response', 'api_key': 77, 'valid': (1, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'Groups', 'py': 'groups', 'type': '[]DescribedGroup', 'versions': (0, None), 'default': (), 'struct': 'DescribedGroup', 'fields': (
             {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -1901,18 +1931,22 @@ MESSAGES = {
             {'name': 'AuthorizedOperations', 'py': 'authorized_operations', 'type': 'int32', 'versions': (0, None), 'default': -2147483648},
         )},
     )},
-    'ShareFetchRequest': {'name': 'ShareFetchRequest', 'type': 'request', 'api_key': 78, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'ShareFetchRequest': {'name': 'ShareFetchRequest', 'type': 'request', 'api_key': 78, 'valid': (1, 2), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         {'name': 'ShareSessionEpoch', 'py': 'share_session_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'MaxWaitMs', 'py': 'max_wait_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'MinBytes', 'py': 'min_bytes', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'MaxBytes', 'py': 'max_bytes', 'type': 'int32', 'versions': (0, None), 'default': 2147483647},
+        {'name': 'MaxRecords', 'py': 'max_records', 'type': 'int32', 'versions': (1, None), 'default': 0},
+        {'name': 'BatchSize', 'py': 'batch_size', 'type': 'int32', 'versions': (1, None), 'default': 0},
+        {'name': 'ShareAcquireMode', 'py': 'share_acquire_mode', 'type': 'int8', 'versions': (2, None), 'default': 0, 'ignorable': True},
+        {'name': 'IsRenewAck', 'py': 'is_renew_ack', 'type': 'bool', 'versions': (2, None), 'default': False},
         {'name': 'Topics', 'py': 'topics', 'type': '[]FetchTopic', 'versions': (0, None), 'default': (), 'struct': 'FetchTopic', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000', 'map_key': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]FetchPartition', 'versions': (0, None), 'default': (), 'struct': 'FetchPartition', 'fields': (
-                {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
-                {'name': 'PartitionMaxBytes', 'py': 'partition_max_bytes', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0, 'map_key': True},
+                {'name': 'PartitionMaxBytes', 'py': 'partition_max_bytes', 'type': 'int32', 'versions': (0, 0), 'default': 0},
                 {'name': 'AcknowledgementBatches', 'py': 'acknowledgement_batches', 'type': '[]AcknowledgementBatch', 'versions': (0, None), 'default': (), 'struct': 'AcknowledgementBatch', 'fields': (
                     {'name': 'FirstOffset', 'py': 'first_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
                     {'name': 'LastOffset', 'py': 'last_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
@@ -1925,12 +1959,13 @@ MESSAGES = {
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
         )},
     )},
-    'ShareFetchResponse': {'name': 'ShareFetchResponse', 'type': 'response', 'api_key': 78, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ShareFetchResponse': {'name': 'ShareFetchResponse', 'type': 'response', 'api_key': 78, 'valid': (1, 2), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        {'name': 'AcquisitionLockTimeoutMs', 'py': 'acquisition_lock_timeout_ms', 'type': 'int32', 'versions': (1, None), 'default': 0},
         {'name': 'Responses', 'py': 'responses', 'type': '[]ShareFetchableTopicResponse', 'versions': (0, None), 'default': (), 'struct': 'ShareFetchableTopicResponse', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000', 'map_key': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]PartitionData', 'versions': (0, None), 'default': (), 'struct': 'PartitionData', 'fields': (
                 {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -1941,7 +1976,7 @@ MESSAGES = {
                     {'name': 'LeaderId', 'py': 'leader_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
                     {'name': 'LeaderEpoch', 'py': 'leader_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 )},
-                {'name': 'Records', 'py': 'records', 'type': 'records', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+                {'name': 'Records', 'py': 'records', 'type': 'records', 'versions': (0, None), 'nullable': (0, 0), 'default': None},
                 {'name': 'AcquiredRecords', 'py': 'acquired_records', 'type': '[]AcquiredRecords', 'versions': (0, None), 'default': (), 'struct': 'AcquiredRecords', 'fields': (
                     {'name': 'FirstOffset', 'py': 'first_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
                     {'name': 'LastOffset', 'py': 'last_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
@@ -1956,14 +1991,15 @@ MESSAGES = {
             {'name': 'Rack', 'py': 'rack', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
         )},
     )},
-    'ShareAcknowledgeRequest': {'name': 'ShareAcknowledgeRequest', 'type': 'request', 'api_key': 79, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'ShareAcknowledgeRequest': {'name': 'ShareAcknowledgeRequest', 'type': 'request', 'api_key': 79, 'valid': (1, 2), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
         {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         {'name': 'ShareSessionEpoch', 'py': 'share_session_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'IsRenewAck', 'py': 'is_renew_ack', 'type': 'bool', 'versions': (2, None), 'default': False},
         {'name': 'Topics', 'py': 'topics', 'type': '[]AcknowledgeTopic', 'versions': (0, None), 'default': (), 'struct': 'AcknowledgeTopic', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000', 'map_key': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]AcknowledgePartition', 'versions': (0, None), 'default': (), 'struct': 'AcknowledgePartition', 'fields': (
-                {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0, 'map_key': True},
                 {'name': 'AcknowledgementBatches', 'py': 'acknowledgement_batches', 'type': '[]AcknowledgementBatch', 'versions': (0, None), 'default': (), 'struct': 'AcknowledgementBatch', 'fields': (
                     {'name': 'FirstOffset', 'py': 'first_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
                     {'name': 'LastOffset', 'py': 'last_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
@@ -1972,12 +2008,13 @@ MESSAGES = {
             )},
         )},
     )},
-    'ShareAcknowledgeResponse': {'name': 'ShareAcknowledgeResponse', 'type': 'response', 'api_key': 79, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0, 'ignorable': True},
-        {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0, 'ignorable': True},
+    'ShareAcknowledgeResponse': {'name': 'ShareAcknowledgeResponse', 'type': 'response', 'api_key': 79, 'valid': (1, 2), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        {'name': 'AcquisitionLockTimeoutMs', 'py': 'acquisition_lock_timeout_ms', 'type': 'int32', 'versions': (2, None), 'default': 0, 'ignorable': True},
         {'name': 'Responses', 'py': 'responses', 'type': '[]ShareAcknowledgeTopicResponse', 'versions': (0, None), 'default': (), 'struct': 'ShareAcknowledgeTopicResponse', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000', 'map_key': True},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]PartitionData', 'versions': (0, None), 'default': (), 'struct': 'PartitionData', 'fields': (
                 {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -1995,7 +2032,7 @@ MESSAGES = {
             {'name': 'Rack', 'py': 'rack', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
         )},
     )},
-    'AddRaftVoterRequest': {'name': 'AddRaftVoterRequest', 'type': 'request', 'api_key': 80, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('controller', 'broker'), 'unstable': False, 'fields': (
+    'AddRaftVoterRequest': {'name': 'AddRaftVoterRequest', 'type': 'request', 'api_key': 80, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('controller', 'broker'), 'unstable': False, 'fields': (
         {'name': 'ClusterId', 'py': 'cluster_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         {'name': 'TimeoutMs', 'py': 'timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'VoterId', 'py': 'voter_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
@@ -2005,8 +2042,9 @@ MESSAGES = {
             {'name': 'Host', 'py': 'host', 'type': 'string', 'versions': (0, None), 'default': ''},
             {'name': 'Port', 'py': 'port', 'type': 'uint16', 'versions': (0, None), 'default': 0},
         )},
+        {'name': 'AckWhenCommitted', 'py': 'ack_when_committed', 'type': 'bool', 'versions': (1, None), 'default': True},
     )},
-    'AddRaftVoterResponse': {'name': 'AddRaftVoterResponse', 'type': 'response', 'api_key': 80, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'AddRaftVoterResponse': {'name': 'AddRaftVoterResponse', 'type': 'response', 'api_key': 80, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': '', 'ignorable': True},
@@ -2046,7 +2084,7 @@ MESSAGES = {
             {'name': 'Port', 'py': 'port', 'type': 'int32', 'versions': (0, None), 'default': 0},
         )},
     )},
-    'InitializeShareGroupStateRequest': {'name': 'InitializeShareGroupStateRequest', 'type': 'request', 'api_key': 83, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'InitializeShareGroupStateRequest': {'name': 'InitializeShareGroupStateRequest', 'type': 'request', 'api_key': 83, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'Topics', 'py': 'topics', 'type': '[]InitializeStateData', 'versions': (0, None), 'default': (), 'struct': 'InitializeStateData', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
@@ -2067,7 +2105,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'ReadShareGroupStateRequest': {'name': 'ReadShareGroupStateRequest', 'type': 'request', 'api_key': 84, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'ReadShareGroupStateRequest': {'name': 'ReadShareGroupStateRequest', 'type': 'request', 'api_key': 84, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'Topics', 'py': 'topics', 'type': '[]ReadStateData', 'versions': (0, None), 'default': (), 'struct': 'ReadStateData', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
@@ -2095,7 +2133,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'WriteShareGroupStateRequest': {'name': 'WriteShareGroupStateRequest', 'type': 'request', 'api_key': 85, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'WriteShareGroupStateRequest': {'name': 'WriteShareGroupStateRequest', 'type': 'request', 'api_key': 85, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'Topics', 'py': 'topics', 'type': '[]WriteStateData', 'versions': (0, None), 'default': (), 'struct': 'WriteStateData', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
@@ -2104,6 +2142,7 @@ MESSAGES = {
                 {'name': 'StateEpoch', 'py': 'state_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'LeaderEpoch', 'py': 'leader_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'StartOffset', 'py': 'start_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+                {'name': 'DeliveryCompleteCount', 'py': 'delivery_complete_count', 'type': 'int32', 'versions': (1, None), 'default': -1, 'ignorable': True},
                 {'name': 'StateBatches', 'py': 'state_batches', 'type': '[]StateBatch', 'versions': (0, None), 'default': (), 'struct': 'StateBatch', 'fields': (
                     {'name': 'FirstOffset', 'py': 'first_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
                     {'name': 'LastOffset', 'py': 'last_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
@@ -2113,7 +2152,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'WriteShareGroupStateResponse': {'name': 'WriteShareGroupStateResponse', 'type': 'response', 'api_key': 85, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'WriteShareGroupStateResponse': {'name': 'WriteShareGroupStateResponse', 'type': 'response', 'api_key': 85, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Results', 'py': 'results', 'type': '[]WriteStateResult', 'versions': (0, None), 'default': (), 'struct': 'WriteStateResult', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]PartitionResult', 'versions': (0, None), 'default': (), 'struct': 'PartitionResult', 'fields': (
@@ -2123,7 +2162,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'DeleteShareGroupStateRequest': {'name': 'DeleteShareGroupStateRequest', 'type': 'request', 'api_key': 86, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'DeleteShareGroupStateRequest': {'name': 'DeleteShareGroupStateRequest', 'type': 'request', 'api_key': 86, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'Topics', 'py': 'topics', 'type': '[]DeleteStateData', 'versions': (0, None), 'default': (), 'struct': 'DeleteStateData', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
@@ -2142,7 +2181,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'ReadShareGroupStateSummaryRequest': {'name': 'ReadShareGroupStateSummaryRequest', 'type': 'request', 'api_key': 87, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': True, 'fields': (
+    'ReadShareGroupStateSummaryRequest': {'name': 'ReadShareGroupStateSummaryRequest', 'type': 'request', 'api_key': 87, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
         {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'Topics', 'py': 'topics', 'type': '[]ReadStateSummaryData', 'versions': (0, None), 'default': (), 'struct': 'ReadStateSummaryData', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
@@ -2152,7 +2191,7 @@ MESSAGES = {
             )},
         )},
     )},
-    'ReadShareGroupStateSummaryResponse': {'name': 'ReadShareGroupStateSummaryResponse', 'type': 'response', 'api_key': 87, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ReadShareGroupStateSummaryResponse': {'name': 'ReadShareGroupStateSummaryResponse', 'type': 'response', 'api_key': 87, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Results', 'py': 'results', 'type': '[]ReadStateSummaryResult', 'versions': (0, None), 'default': (), 'struct': 'ReadStateSummaryResult', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]PartitionResult', 'versions': (0, None), 'default': (), 'struct': 'PartitionResult', 'fields': (
@@ -2160,32 +2199,505 @@ MESSAGES = {
                 {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
                 {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
                 {'name': 'StateEpoch', 'py': 'state_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'LeaderEpoch', 'py': 'leader_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'StartOffset', 'py': 'start_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+                {'name': 'DeliveryCompleteCount', 'py': 'delivery_complete_count', 'type': 'int32', 'versions': (1, None), 'default': -1, 'ignorable': True},
+            )},
+        )},
+    )},
+    'StreamsGroupHeartbeatRequest': {'name': 'StreamsGroupHeartbeatRequest', 'type': 'request', 'api_key': 88, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'EndpointInformationEpoch', 'py': 'endpoint_information_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'InstanceId', 'py': 'instance_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        {'name': 'RebalanceTimeoutMs', 'py': 'rebalance_timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': -1},
+        {'name': 'Topology', 'py': 'topology', 'type': 'Topology', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'Topology', 'fields': (
+            {'name': 'Epoch', 'py': 'epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+            {'name': 'Subtopologies', 'py': 'subtopologies', 'type': '[]Subtopology', 'versions': (0, None), 'default': (), 'struct': 'Subtopology', 'fields': (
+                {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                {'name': 'SourceTopicRegex', 'py': 'source_topic_regex', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                {'name': 'StateChangelogTopics', 'py': 'state_changelog_topics', 'type': '[]TopicInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicInfo', 'fields': (
+                    {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'Partitions', 'py': 'partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                    {'name': 'ReplicationFactor', 'py': 'replication_factor', 'type': 'int16', 'versions': (0, None), 'default': 0},
+                    {'name': 'TopicConfigs', 'py': 'topic_configs', 'type': '[]KeyValue', 'versions': (0, None), 'default': (), 'struct': 'KeyValue', 'fields': (
+                        {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    )},
+                )},
+                {'name': 'RepartitionSinkTopics', 'py': 'repartition_sink_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                {'name': 'RepartitionSourceTopics', 'py': 'repartition_source_topics', 'type': '[]TopicInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicInfo', 'fields': (
+                    {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'Partitions', 'py': 'partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                    {'name': 'ReplicationFactor', 'py': 'replication_factor', 'type': 'int16', 'versions': (0, None), 'default': 0},
+                    {'name': 'TopicConfigs', 'py': 'topic_configs', 'type': '[]KeyValue', 'versions': (0, None), 'default': (), 'struct': 'KeyValue', 'fields': (
+                        {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    )},
+                )},
+                {'name': 'CopartitionGroups', 'py': 'copartition_groups', 'type': '[]CopartitionGroup', 'versions': (0, None), 'default': (), 'struct': 'CopartitionGroup', 'fields': (
+                    {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]int16', 'versions': (0, None), 'default': ()},
+                    {'name': 'SourceTopicRegex', 'py': 'source_topic_regex', 'type': '[]int16', 'versions': (0, None), 'default': ()},
+                    {'name': 'RepartitionSourceTopics', 'py': 'repartition_source_topics', 'type': '[]int16', 'versions': (0, None), 'default': ()},
+                )},
+            )},
+        )},
+        {'name': 'ActiveTasks', 'py': 'active_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'StandbyTasks', 'py': 'standby_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'WarmupTasks', 'py': 'warmup_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'ProcessId', 'py': 'process_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        {'name': 'UserEndpoint', 'py': 'user_endpoint', 'type': 'Endpoint', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'Endpoint', 'fields': (
+            {'name': 'Host', 'py': 'host', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Port', 'py': 'port', 'type': 'uint16', 'versions': (0, None), 'default': 0},
+        )},
+        {'name': 'ClientTags', 'py': 'client_tags', 'type': '[]KeyValue', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'KeyValue', 'fields': (
+            {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+        )},
+        {'name': 'TaskOffsets', 'py': 'task_offsets', 'type': '[]TaskOffset', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'TaskOffset', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, None), 'default': 0},
+            {'name': 'Offset', 'py': 'offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        )},
+        {'name': 'TaskEndOffsets', 'py': 'task_end_offsets', 'type': '[]TaskOffset', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'TaskOffset', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, None), 'default': 0},
+            {'name': 'Offset', 'py': 'offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        )},
+        {'name': 'ShutdownApplication', 'py': 'shutdown_application', 'type': 'bool', 'versions': (0, None), 'default': False},
+    )},
+    'StreamsGroupHeartbeatResponse': {'name': 'StreamsGroupHeartbeatResponse', 'type': 'response', 'api_key': 88, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'HeartbeatIntervalMs', 'py': 'heartbeat_interval_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'AcceptableRecoveryLagLegacy', 'py': 'acceptable_recovery_lag_legacy', 'type': 'int32', 'versions': (0, 0), 'default': 0},
+        {'name': 'TaskOffsetIntervalMs', 'py': 'task_offset_interval_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'AcceptableRecoveryLag', 'py': 'acceptable_recovery_lag', 'type': 'int64', 'versions': (1, None), 'default': -1, 'ignorable': True},
+        {'name': 'Status', 'py': 'status', 'type': '[]Status', 'versions': (0, None), 'nullable': (0, None), 'default': (), 'struct': 'Status', 'fields': (
+            {'name': 'StatusCode', 'py': 'status_code', 'type': 'int8', 'versions': (0, None), 'default': 0},
+            {'name': 'StatusDetail', 'py': 'status_detail', 'type': 'string', 'versions': (0, None), 'default': ''},
+        )},
+        {'name': 'ActiveTasks', 'py': 'active_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'StandbyTasks', 'py': 'standby_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'WarmupTasks', 'py': 'warmup_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'TopologyDescriptionRequired', 'py': 'topology_description_required', 'type': 'bool', 'versions': (1, None), 'default': False},
+        {'name': 'EndpointInformationEpoch', 'py': 'endpoint_information_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'PartitionsByUserEndpoint', 'py': 'partitions_by_user_endpoint', 'type': '[]EndpointToPartitions', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'EndpointToPartitions', 'fields': (
+            {'name': 'UserEndpoint', 'py': 'user_endpoint', 'type': 'Endpoint', 'versions': (0, None), 'default': '{}', 'struct': 'Endpoint', 'fields': (
+                {'name': 'Host', 'py': 'host', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'Port', 'py': 'port', 'type': 'uint16', 'versions': (0, None), 'default': 0},
+            )},
+            {'name': 'ActivePartitions', 'py': 'active_partitions', 'type': '[]TopicPartition', 'versions': (0, None), 'default': (), 'struct': 'TopicPartition', 'fields': (
+                {'name': 'Topic', 'py': 'topic', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            )},
+            {'name': 'StandbyPartitions', 'py': 'standby_partitions', 'type': '[]TopicPartition', 'versions': (0, None), 'default': (), 'struct': 'TopicPartition', 'fields': (
+                {'name': 'Topic', 'py': 'topic', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            )},
+        )},
+    )},
+    'StreamsGroupDescribeRequest': {'name': 'StreamsGroupDescribeRequest', 'type': 'request', 'api_key': 89, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
+        {'name': 'GroupIds', 'py': 'group_ids', 'type': '[]string', 'versions': (0, None), 'default': ()},
+        {'name': 'IncludeAuthorizedOperations', 'py': 'include_authorized_operations', 'type': 'bool', 'versions': (0, None), 'default': False},
+        {'name': 'IncludeTopologyDescription', 'py': 'include_topology_description', 'type': 'bool', 'versions': (1, None), 'default': False},
+    )},
+    'StreamsGroupDescribeResponse': {'name': 'StreamsGroupDescribeResponse', 'type': 'response', 'api_key': 89, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'Groups', 'py': 'groups', 'type': '[]DescribedGroup', 'versions': (0, None), 'default': (), 'struct': 'DescribedGroup', 'fields': (
+            {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+            {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+            {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'GroupState', 'py': 'group_state', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'GroupEpoch', 'py': 'group_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+            {'name': 'AssignmentEpoch', 'py': 'assignment_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+            {'name': 'Topology', 'py': 'topology', 'type': 'Topology', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'Topology', 'fields': (
+                {'name': 'Epoch', 'py': 'epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'Subtopologies', 'py': 'subtopologies', 'type': '[]Subtopology', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'Subtopology', 'fields': (
+                    {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                    {'name': 'RepartitionSinkTopics', 'py': 'repartition_sink_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                    {'name': 'StateChangelogTopics', 'py': 'state_changelog_topics', 'type': '[]TopicInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicInfo', 'fields': (
+                        {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Partitions', 'py': 'partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                        {'name': 'ReplicationFactor', 'py': 'replication_factor', 'type': 'int16', 'versions': (0, None), 'default': 0},
+                        {'name': 'TopicConfigs', 'py': 'topic_configs', 'type': '[]KeyValue', 'versions': (0, None), 'default': (), 'struct': 'KeyValue', 'fields': (
+                            {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+                            {'name': 'Value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        )},
+                    )},
+                    {'name': 'RepartitionSourceTopics', 'py': 'repartition_source_topics', 'type': '[]TopicInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicInfo', 'fields': (
+                        {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Partitions', 'py': 'partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                        {'name': 'ReplicationFactor', 'py': 'replication_factor', 'type': 'int16', 'versions': (0, None), 'default': 0},
+                        {'name': 'TopicConfigs', 'py': 'topic_configs', 'type': '[]KeyValue', 'versions': (0, None), 'default': (), 'struct': 'KeyValue', 'fields': (
+                            {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+                            {'name': 'Value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        )},
+                    )},
+                )},
+            )},
+            {'name': 'Members', 'py': 'members', 'type': '[]Member', 'versions': (0, None), 'default': (), 'struct': 'Member', 'fields': (
+                {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'InstanceId', 'py': 'instance_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+                {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+                {'name': 'ClientId', 'py': 'client_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'ClientHost', 'py': 'client_host', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'TopologyEpoch', 'py': 'topology_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'ProcessId', 'py': 'process_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'UserEndpoint', 'py': 'user_endpoint', 'type': 'Endpoint', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'Endpoint', 'fields': (
+                    {'name': 'Host', 'py': 'host', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'Port', 'py': 'port', 'type': 'uint16', 'versions': (0, None), 'default': 0},
+                )},
+                {'name': 'ClientTags', 'py': 'client_tags', 'type': '[]KeyValue', 'versions': (0, None), 'default': (), 'struct': 'KeyValue', 'fields': (
+                    {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'Value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+                )},
+                {'name': 'TaskOffsets', 'py': 'task_offsets', 'type': '[]TaskOffset', 'versions': (0, None), 'default': (), 'struct': 'TaskOffset', 'fields': (
+                    {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                    {'name': 'Offset', 'py': 'offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+                )},
+                {'name': 'TaskEndOffsets', 'py': 'task_end_offsets', 'type': '[]TaskOffset', 'versions': (0, None), 'default': (), 'struct': 'TaskOffset', 'fields': (
+                    {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                    {'name': 'Offset', 'py': 'offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+                )},
+                {'name': 'Assignment', 'py': 'assignment', 'type': 'Assignment', 'versions': (0, None), 'default': '{}', 'struct': 'Assignment', 'fields': (
+                    {'name': 'ActiveTasks', 'py': 'active_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+                        {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+                    )},
+                    {'name': 'StandbyTasks', 'py': 'standby_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+                        {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+                    )},
+                    {'name': 'WarmupTasks', 'py': 'warmup_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+                        {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+                    )},
+                )},
+                {'name': 'TargetAssignment', 'py': 'target_assignment', 'type': 'Assignment', 'versions': (0, None), 'default': '{}', 'struct': 'Assignment', 'fields': (
+                    {'name': 'ActiveTasks', 'py': 'active_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+                        {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+                    )},
+                    {'name': 'StandbyTasks', 'py': 'standby_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+                        {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+                    )},
+                    {'name': 'WarmupTasks', 'py': 'warmup_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+                        {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                        {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+                    )},
+                )},
+                {'name': 'IsClassic', 'py': 'is_classic', 'type': 'bool', 'versions': (0, None), 'default': False},
+            )},
+            {'name': 'AuthorizedOperations', 'py': 'authorized_operations', 'type': 'int32', 'versions': (0, None), 'default': -2147483648},
+            {'name': 'TopologyDescription', 'py': 'topology_description', 'type': 'TopologyDescription', 'versions': (1, None), 'nullable': (1, None), 'default': None, 'struct': 'TopologyDescription', 'fields': (
+                {'name': 'Subtopologies', 'py': 'subtopologies', 'type': '[]TopologyDescriptionSubtopology', 'versions': (1, None), 'default': (), 'struct': 'TopologyDescriptionSubtopology', 'fields': (
+                    {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (1, None), 'default': ''},
+                    {'name': 'Nodes', 'py': 'nodes', 'type': '[]TopologyDescriptionNode', 'versions': (1, None), 'default': (), 'struct': 'TopologyDescriptionNode', 'fields': (
+                        {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (1, None), 'default': ''},
+                        {'name': 'NodeType', 'py': 'node_type', 'type': 'int8', 'versions': (1, None), 'default': 0},
+                        {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                        {'name': 'SinkTopic', 'py': 'sink_topic', 'type': 'string', 'versions': (1, None), 'nullable': (1, None), 'default': None},
+                        {'name': 'Stores', 'py': 'stores', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                        {'name': 'Successors', 'py': 'successors', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                    )},
+                )},
+                {'name': 'GlobalStores', 'py': 'global_stores', 'type': '[]TopologyDescriptionGlobalStore', 'versions': (1, None), 'default': (), 'struct': 'TopologyDescriptionGlobalStore', 'fields': (
+                    {'name': 'Source', 'py': 'source', 'type': 'TopologyDescriptionNode', 'versions': (1, None), 'default': '{}', 'struct': 'TopologyDescriptionNode', 'fields': (
+                        {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (1, None), 'default': ''},
+                        {'name': 'NodeType', 'py': 'node_type', 'type': 'int8', 'versions': (1, None), 'default': 0},
+                        {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                        {'name': 'SinkTopic', 'py': 'sink_topic', 'type': 'string', 'versions': (1, None), 'nullable': (1, None), 'default': None},
+                        {'name': 'Stores', 'py': 'stores', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                        {'name': 'Successors', 'py': 'successors', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                    )},
+                    {'name': 'Processor', 'py': 'processor', 'type': 'TopologyDescriptionNode', 'versions': (1, None), 'default': '{}', 'struct': 'TopologyDescriptionNode', 'fields': (
+                        {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (1, None), 'default': ''},
+                        {'name': 'NodeType', 'py': 'node_type', 'type': 'int8', 'versions': (1, None), 'default': 0},
+                        {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                        {'name': 'SinkTopic', 'py': 'sink_topic', 'type': 'string', 'versions': (1, None), 'nullable': (1, None), 'default': None},
+                        {'name': 'Stores', 'py': 'stores', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                        {'name': 'Successors', 'py': 'successors', 'type': '[]string', 'versions': (1, None), 'default': ()},
+                    )},
+                )},
+            )},
+            {'name': 'TopologyDescriptionStatus', 'py': 'topology_description_status', 'type': 'int8', 'versions': (1, None), 'default': 0},
+            {'name': 'AssignorName', 'py': 'assignor_name', 'type': 'string', 'versions': (1, None), 'nullable': (1, None), 'default': None, 'ignorable': True},
+        )},
+    )},
+    'DescribeShareGroupOffsetsRequest': {'name': 'DescribeShareGroupOffsetsRequest', 'type': 'request', 'api_key': 90, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
+        {'name': 'Groups', 'py': 'groups', 'type': '[]DescribeShareGroupOffsetsRequestGroup', 'versions': (0, None), 'default': (), 'struct': 'DescribeShareGroupOffsetsRequestGroup', 'fields': (
+            {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Topics', 'py': 'topics', 'type': '[]DescribeShareGroupOffsetsRequestTopic', 'versions': (0, None), 'nullable': (0, None), 'default': (), 'struct': 'DescribeShareGroupOffsetsRequestTopic', 'fields': (
+                {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            )},
+        )},
+    )},
+    'DescribeShareGroupOffsetsResponse': {'name': 'DescribeShareGroupOffsetsResponse', 'type': 'response', 'api_key': 90, 'valid': (0, 1), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'Groups', 'py': 'groups', 'type': '[]DescribeShareGroupOffsetsResponseGroup', 'versions': (0, None), 'default': (), 'struct': 'DescribeShareGroupOffsetsResponseGroup', 'fields': (
+            {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Topics', 'py': 'topics', 'type': '[]DescribeShareGroupOffsetsResponseTopic', 'versions': (0, None), 'default': (), 'struct': 'DescribeShareGroupOffsetsResponseTopic', 'fields': (
+                {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+                {'name': 'Partitions', 'py': 'partitions', 'type': '[]DescribeShareGroupOffsetsResponsePartition', 'versions': (0, None), 'default': (), 'struct': 'DescribeShareGroupOffsetsResponsePartition', 'fields': (
+                    {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                    {'name': 'StartOffset', 'py': 'start_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+                    {'name': 'LeaderEpoch', 'py': 'leader_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                    {'name': 'Lag', 'py': 'lag', 'type': 'int64', 'versions': (1, None), 'default': -1, 'ignorable': True},
+                    {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+                    {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+                )},
+            )},
+            {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+            {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        )},
+    )},
+    'AlterShareGroupOffsetsRequest': {'name': 'AlterShareGroupOffsetsRequest', 'type': 'request', 'api_key': 91, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'Topics', 'py': 'topics', 'type': '[]AlterShareGroupOffsetsRequestTopic', 'versions': (0, None), 'default': (), 'struct': 'AlterShareGroupOffsetsRequestTopic', 'fields': (
+            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]AlterShareGroupOffsetsRequestPartition', 'versions': (0, None), 'default': (), 'struct': 'AlterShareGroupOffsetsRequestPartition', 'fields': (
+                {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
                 {'name': 'StartOffset', 'py': 'start_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
             )},
         )},
     )},
-    'ConsumerGroupCurrentMemberAssignmentKey': {'name': 'ConsumerGroupCurrentMemberAssignmentKey', 'type': 'data', 'api_key': None, 'valid': (8, 8), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (8, 8), 'default': ''},
-        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (8, 8), 'default': ''},
-    )},
-    'ConsumerGroupCurrentMemberAssignmentValue': {'name': 'ConsumerGroupCurrentMemberAssignmentValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
-        {'name': 'PreviousMemberEpoch', 'py': 'previous_member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
-        {'name': 'State', 'py': 'state', 'type': 'int8', 'versions': (0, None), 'default': 0},
-        {'name': 'AssignedPartitions', 'py': 'assigned_partitions', 'type': '[]TopicPartitions', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitions', 'fields': (
+    'AlterShareGroupOffsetsResponse': {'name': 'AlterShareGroupOffsetsResponse', 'type': 'response', 'api_key': 91, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        {'name': 'Responses', 'py': 'responses', 'type': '[]AlterShareGroupOffsetsResponseTopic', 'versions': (0, None), 'default': (), 'struct': 'AlterShareGroupOffsetsResponseTopic', 'fields': (
+            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': '', 'map_key': True},
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
-            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
-        )},
-        {'name': 'PartitionsPendingRevocation', 'py': 'partitions_pending_revocation', 'type': '[]TopicPartitions', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitions', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
-            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]AlterShareGroupOffsetsResponsePartition', 'versions': (0, None), 'default': (), 'struct': 'AlterShareGroupOffsetsResponsePartition', 'fields': (
+                {'name': 'PartitionIndex', 'py': 'partition_index', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+                {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+            )},
         )},
     )},
-    'ConsumerGroupMemberMetadataKey': {'name': 'ConsumerGroupMemberMetadataKey', 'type': 'data', 'api_key': None, 'valid': (5, 5), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (5, 5), 'default': ''},
-        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (5, 5), 'default': ''},
+    'DeleteShareGroupOffsetsRequest': {'name': 'DeleteShareGroupOffsetsRequest', 'type': 'request', 'api_key': 92, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'Topics', 'py': 'topics', 'type': '[]DeleteShareGroupOffsetsRequestTopic', 'versions': (0, None), 'default': (), 'struct': 'DeleteShareGroupOffsetsRequestTopic', 'fields': (
+            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+        )},
     )},
-    'ConsumerGroupMemberMetadataValue': {'name': 'ConsumerGroupMemberMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'DeleteShareGroupOffsetsResponse': {'name': 'DeleteShareGroupOffsetsResponse', 'type': 'response', 'api_key': 92, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        {'name': 'Responses', 'py': 'responses', 'type': '[]DeleteShareGroupOffsetsResponseTopic', 'versions': (0, None), 'default': (), 'struct': 'DeleteShareGroupOffsetsResponseTopic', 'fields': (
+            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+            {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+        )},
+    )},
+    'StreamsGroupTopologyDescriptionUpdateRequest': {'name': 'StreamsGroupTopologyDescriptionUpdateRequest', 'type': 'request', 'api_key': 93, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker',), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'TopologyEpoch', 'py': 'topology_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'TopologyDescription', 'py': 'topology_description', 'type': 'TopologyDescription', 'versions': (0, None), 'default': '{}', 'struct': 'TopologyDescription', 'fields': (
+            {'name': 'Subtopologies', 'py': 'subtopologies', 'type': '[]TopologyDescriptionSubtopology', 'versions': (0, None), 'default': (), 'struct': 'TopologyDescriptionSubtopology', 'fields': (
+                {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'Nodes', 'py': 'nodes', 'type': '[]TopologyDescriptionNode', 'versions': (0, None), 'default': (), 'struct': 'TopologyDescriptionNode', 'fields': (
+                    {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'NodeType', 'py': 'node_type', 'type': 'int8', 'versions': (0, None), 'default': 0},
+                    {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                    {'name': 'SinkTopic', 'py': 'sink_topic', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+                    {'name': 'Stores', 'py': 'stores', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                    {'name': 'Successors', 'py': 'successors', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                )},
+            )},
+            {'name': 'GlobalStores', 'py': 'global_stores', 'type': '[]TopologyDescriptionGlobalStore', 'versions': (0, None), 'default': (), 'struct': 'TopologyDescriptionGlobalStore', 'fields': (
+                {'name': 'Source', 'py': 'source', 'type': 'TopologyDescriptionNode', 'versions': (0, None), 'default': '{}', 'struct': 'TopologyDescriptionNode', 'fields': (
+                    {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'NodeType', 'py': 'node_type', 'type': 'int8', 'versions': (0, None), 'default': 0},
+                    {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                    {'name': 'SinkTopic', 'py': 'sink_topic', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+                    {'name': 'Stores', 'py': 'stores', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                    {'name': 'Successors', 'py': 'successors', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                )},
+                {'name': 'Processor', 'py': 'processor', 'type': 'TopologyDescriptionNode', 'versions': (0, None), 'default': '{}', 'struct': 'TopologyDescriptionNode', 'fields': (
+                    {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'NodeType', 'py': 'node_type', 'type': 'int8', 'versions': (0, None), 'default': 0},
+                    {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                    {'name': 'SinkTopic', 'py': 'sink_topic', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+                    {'name': 'Stores', 'py': 'stores', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                    {'name': 'Successors', 'py': 'successors', 'type': '[]string', 'versions': (0, None), 'default': ()},
+                )},
+            )},
+        )},
+    )},
+    'StreamsGroupTopologyDescriptionUpdateResponse': {'name': 'StreamsGroupTopologyDescriptionUpdateResponse', 'type': 'response', 'api_key': 93, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': None},
+    )},
+    'UnregisterControllerRequest': {'name': 'UnregisterControllerRequest', 'type': 'request', 'api_key': 94, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': ('broker', 'controller'), 'unstable': False, 'fields': (
+        {'name': 'ControllerId', 'py': 'controller_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
+    )},
+    'UnregisterControllerResponse': {'name': 'UnregisterControllerResponse', 'type': 'response', 'api_key': 94, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ThrottleTimeMs', 'py': 'throttle_time_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorCode', 'py': 'error_code', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        {'name': 'ErrorMessage', 'py': 'error_message', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
+    )},
+    'LegacyOffsetCommitKey': {'name': 'LegacyOffsetCommitKey', 'type': 'coordinator-key', 'api_key': 0, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'group', 'py': 'group', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'topic', 'py': 'topic', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'partition', 'py': 'partition', 'type': 'int32', 'versions': (0, 0), 'default': 0},
+    )},
+    'ShareSnapshotKey': {'name': 'ShareSnapshotKey', 'type': 'coordinator-key', 'api_key': 0, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, 0), 'default': '00000000-0000-0000-0000-000000000000'},
+        {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, 0), 'default': 0},
+    )},
+    'TransactionLogKey': {'name': 'TransactionLogKey', 'type': 'coordinator-key', 'api_key': 0, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'TransactionalId', 'py': 'transactional_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'LegacyOffsetCommitValue': {'name': 'LegacyOffsetCommitValue', 'type': 'coordinator-value', 'api_key': 0, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'offset', 'py': 'offset', 'type': 'int64', 'versions': (0, 0), 'default': 0},
+        {'name': 'metadata', 'py': 'metadata', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'commitTimestamp', 'py': 'commit_timestamp', 'type': 'int64', 'versions': (0, 0), 'default': 0},
+    )},
+    'ShareSnapshotValue': {'name': 'ShareSnapshotValue', 'type': 'coordinator-value', 'api_key': 0, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'SnapshotEpoch', 'py': 'snapshot_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'StateEpoch', 'py': 'state_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'LeaderEpoch', 'py': 'leader_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'StartOffset', 'py': 'start_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'DeliveryCompleteCount', 'py': 'delivery_complete_count', 'type': 'int32', 'versions': (0, None), 'tagged': (0, None), 'tag': 0, 'default': -1},
+        {'name': 'CreateTimestamp', 'py': 'create_timestamp', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'WriteTimestamp', 'py': 'write_timestamp', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'StateBatches', 'py': 'state_batches', 'type': '[]StateBatch', 'versions': (0, None), 'default': (), 'struct': 'StateBatch', 'fields': (
+            {'name': 'FirstOffset', 'py': 'first_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+            {'name': 'LastOffset', 'py': 'last_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+            {'name': 'DeliveryState', 'py': 'delivery_state', 'type': 'int8', 'versions': (0, None), 'default': 0},
+            {'name': 'DeliveryCount', 'py': 'delivery_count', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        )},
+    )},
+    'TransactionLogValue': {'name': 'TransactionLogValue', 'type': 'coordinator-value', 'api_key': 0, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'PreviousProducerId', 'py': 'previous_producer_id', 'type': 'int64', 'versions': (1, None), 'tagged': (1, None), 'tag': 0, 'default': -1},
+        {'name': 'NextProducerId', 'py': 'next_producer_id', 'type': 'int64', 'versions': (1, None), 'tagged': (1, None), 'tag': 1, 'default': -1},
+        {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        {'name': 'NextProducerEpoch', 'py': 'next_producer_epoch', 'type': 'int16', 'versions': (1, None), 'tagged': (1, None), 'tag': 3, 'default': -1},
+        {'name': 'TransactionTimeoutMs', 'py': 'transaction_timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'TransactionStatus', 'py': 'transaction_status', 'type': 'int8', 'versions': (0, None), 'default': 0},
+        {'name': 'TransactionPartitions', 'py': 'transaction_partitions', 'type': '[]PartitionsSchema', 'versions': (0, None), 'nullable': (0, None), 'default': (), 'struct': 'PartitionsSchema', 'fields': (
+            {'name': 'Topic', 'py': 'topic', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'PartitionIds', 'py': 'partition_ids', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'TransactionLastUpdateTimestampMs', 'py': 'transaction_last_update_timestamp_ms', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'TransactionStartTimestampMs', 'py': 'transaction_start_timestamp_ms', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'ClientTransactionVersion', 'py': 'client_transaction_version', 'type': 'int16', 'versions': (1, None), 'tagged': (1, None), 'tag': 2, 'default': 0},
+    )},
+    'OffsetCommitKey': {'name': 'OffsetCommitKey', 'type': 'coordinator-key', 'api_key': 1, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'group', 'py': 'group', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'topic', 'py': 'topic', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'partition', 'py': 'partition', 'type': 'int32', 'versions': (0, 0), 'default': 0},
+    )},
+    'ShareUpdateKey': {'name': 'ShareUpdateKey', 'type': 'coordinator-key', 'api_key': 1, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, 0), 'default': '00000000-0000-0000-0000-000000000000'},
+        {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, 0), 'default': 0},
+    )},
+    'OffsetCommitValue': {'name': 'OffsetCommitValue', 'type': 'coordinator-value', 'api_key': 1, 'valid': (0, 4), 'flexible': 4, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'offset', 'py': 'offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'leaderEpoch', 'py': 'leader_epoch', 'type': 'int32', 'versions': (3, None), 'default': -1, 'ignorable': True},
+        {'name': 'metadata', 'py': 'metadata', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'commitTimestamp', 'py': 'commit_timestamp', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'expireTimestamp', 'py': 'expire_timestamp', 'type': 'int64', 'versions': (1, 1), 'default': -1, 'ignorable': True},
+        {'name': 'topicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (4, None), 'tagged': (4, None), 'tag': 0, 'default': '00000000-0000-0000-0000-000000000000', 'ignorable': True},
+    )},
+    'ShareUpdateValue': {'name': 'ShareUpdateValue', 'type': 'coordinator-value', 'api_key': 1, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'SnapshotEpoch', 'py': 'snapshot_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'LeaderEpoch', 'py': 'leader_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'StartOffset', 'py': 'start_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'DeliveryCompleteCount', 'py': 'delivery_complete_count', 'type': 'int32', 'versions': (0, None), 'tagged': (0, None), 'tag': 0, 'default': -1},
+        {'name': 'StateBatches', 'py': 'state_batches', 'type': '[]StateBatch', 'versions': (0, None), 'default': (), 'struct': 'StateBatch', 'fields': (
+            {'name': 'FirstOffset', 'py': 'first_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+            {'name': 'LastOffset', 'py': 'last_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+            {'name': 'DeliveryState', 'py': 'delivery_state', 'type': 'int8', 'versions': (0, None), 'default': 0},
+            {'name': 'DeliveryCount', 'py': 'delivery_count', 'type': 'int16', 'versions': (0, None), 'default': 0},
+        )},
+    )},
+    'GroupMetadataKey': {'name': 'GroupMetadataKey', 'type': 'coordinator-key', 'api_key': 2, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'group', 'py': 'group', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'GroupMetadataValue': {'name': 'GroupMetadataValue', 'type': 'coordinator-value', 'api_key': 2, 'valid': (0, 4), 'flexible': 4, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'protocolType', 'py': 'protocol_type', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'generation', 'py': 'generation', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'protocol', 'py': 'protocol', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
+        {'name': 'leader', 'py': 'leader', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
+        {'name': 'currentStateTimestamp', 'py': 'current_state_timestamp', 'type': 'int64', 'versions': (2, None), 'default': -1, 'ignorable': True},
+        {'name': 'members', 'py': 'members', 'type': '[]MemberMetadata', 'versions': (0, None), 'default': (), 'struct': 'MemberMetadata', 'fields': (
+            {'name': 'memberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'groupInstanceId', 'py': 'group_instance_id', 'type': 'string', 'versions': (3, None), 'nullable': (3, None), 'default': None, 'ignorable': True},
+            {'name': 'clientId', 'py': 'client_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'clientHost', 'py': 'client_host', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'rebalanceTimeout', 'py': 'rebalance_timeout', 'type': 'int32', 'versions': (1, None), 'default': -1, 'ignorable': True},
+            {'name': 'sessionTimeout', 'py': 'session_timeout', 'type': 'int32', 'versions': (0, None), 'default': 0},
+            {'name': 'subscription', 'py': 'subscription', 'type': 'bytes', 'versions': (0, None), 'default': b''},
+            {'name': 'assignment', 'py': 'assignment', 'type': 'bytes', 'versions': (0, None), 'default': b''},
+        )},
+    )},
+    'ConsumerGroupMetadataKey': {'name': 'ConsumerGroupMetadataKey', 'type': 'coordinator-key', 'api_key': 3, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ConsumerGroupMetadataValue': {'name': 'ConsumerGroupMetadataValue', 'type': 'coordinator-value', 'api_key': 3, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'Epoch', 'py': 'epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'MetadataHash', 'py': 'metadata_hash', 'type': 'int64', 'versions': (0, None), 'tagged': (0, None), 'tag': 0, 'default': 0},
+    )},
+    'ConsumerGroupPartitionMetadataKey': {'name': 'ConsumerGroupPartitionMetadataKey', 'type': 'coordinator-key', 'api_key': 4, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ConsumerGroupPartitionMetadataValue': {'name': 'ConsumerGroupPartitionMetadataValue', 'type': 'coordinator-value', 'api_key': 4, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'Topics', 'py': 'topics', 'type': '[]TopicMetadata', 'versions': (0, None), 'default': (), 'struct': 'TopicMetadata', 'fields': (
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'NumPartitions', 'py': 'num_partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
+            {'name': 'PartitionMetadata', 'py': 'partition_metadata', 'type': '[]PartitionMetadata', 'versions': (0, None), 'default': (), 'struct': 'PartitionMetadata', 'fields': (
+                {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'Racks', 'py': 'racks', 'type': '[]string', 'versions': (0, None), 'default': ()},
+            )},
+        )},
+    )},
+    'ConsumerGroupMemberMetadataKey': {'name': 'ConsumerGroupMemberMetadataKey', 'type': 'coordinator-key', 'api_key': 5, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ConsumerGroupMemberMetadataValue': {'name': 'ConsumerGroupMemberMetadataValue', 'type': 'coordinator-value', 'api_key': 5, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'InstanceId', 'py': 'instance_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
         {'name': 'ClientId', 'py': 'client_id', 'type': 'string', 'versions': (0, None), 'default': ''},
@@ -2202,41 +2714,256 @@ MESSAGES = {
             )},
         )},
     )},
-    'ConsumerGroupMetadataKey': {'name': 'ConsumerGroupMetadataKey', 'type': 'data', 'api_key': None, 'valid': (3, 3), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (3, 3), 'default': ''},
+    'ConsumerGroupTargetAssignmentMetadataKey': {'name': 'ConsumerGroupTargetAssignmentMetadataKey', 'type': 'coordinator-key', 'api_key': 6, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
     )},
-    'ConsumerGroupMetadataValue': {'name': 'ConsumerGroupMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'Epoch', 'py': 'epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+    'ConsumerGroupTargetAssignmentMetadataValue': {'name': 'ConsumerGroupTargetAssignmentMetadataValue', 'type': 'coordinator-value', 'api_key': 6, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'AssignmentEpoch', 'py': 'assignment_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'AssignmentTimestamp', 'py': 'assignment_timestamp', 'type': 'int64', 'versions': (0, None), 'tagged': (0, None), 'tag': 0, 'default': 0, 'ignorable': True},
     )},
-    'ConsumerGroupPartitionMetadataKey': {'name': 'ConsumerGroupPartitionMetadataKey', 'type': 'data', 'api_key': None, 'valid': (4, 4), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (4, 4), 'default': ''},
+    'ConsumerGroupTargetAssignmentMemberKey': {'name': 'ConsumerGroupTargetAssignmentMemberKey', 'type': 'coordinator-key', 'api_key': 7, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
     )},
-    'ConsumerGroupPartitionMetadataValue': {'name': 'ConsumerGroupPartitionMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'Topics', 'py': 'topics', 'type': '[]TopicMetadata', 'versions': (0, None), 'default': (), 'struct': 'TopicMetadata', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
-            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
-            {'name': 'NumPartitions', 'py': 'num_partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
-            {'name': 'PartitionMetadata', 'py': 'partition_metadata', 'type': '[]PartitionMetadata', 'versions': (0, None), 'default': (), 'struct': 'PartitionMetadata', 'fields': (
-                {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, None), 'default': 0},
-                {'name': 'Racks', 'py': 'racks', 'type': '[]string', 'versions': (0, None), 'default': ()},
-            )},
-        )},
-    )},
-    'ConsumerGroupTargetAssignmentMemberKey': {'name': 'ConsumerGroupTargetAssignmentMemberKey', 'type': 'data', 'api_key': None, 'valid': (7, 7), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (7, 7), 'default': ''},
-        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (7, 7), 'default': ''},
-    )},
-    'ConsumerGroupTargetAssignmentMemberValue': {'name': 'ConsumerGroupTargetAssignmentMemberValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ConsumerGroupTargetAssignmentMemberValue': {'name': 'ConsumerGroupTargetAssignmentMemberValue', 'type': 'coordinator-value', 'api_key': 7, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'TopicPartitions', 'py': 'topic_partitions', 'type': '[]TopicPartition', 'versions': (0, None), 'default': (), 'struct': 'TopicPartition', 'fields': (
             {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
             {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
         )},
     )},
-    'ConsumerGroupTargetAssignmentMetadataKey': {'name': 'ConsumerGroupTargetAssignmentMetadataKey', 'type': 'data', 'api_key': None, 'valid': (6, 6), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (6, 6), 'default': ''},
+    'ConsumerGroupCurrentMemberAssignmentKey': {'name': 'ConsumerGroupCurrentMemberAssignmentKey', 'type': 'coordinator-key', 'api_key': 8, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
     )},
-    'ConsumerGroupTargetAssignmentMetadataValue': {'name': 'ConsumerGroupTargetAssignmentMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+    'ConsumerGroupCurrentMemberAssignmentValue': {'name': 'ConsumerGroupCurrentMemberAssignmentValue', 'type': 'coordinator-value', 'api_key': 8, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'PreviousMemberEpoch', 'py': 'previous_member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'State', 'py': 'state', 'type': 'int8', 'versions': (0, None), 'default': 0},
+        {'name': 'AssignedPartitions', 'py': 'assigned_partitions', 'type': '[]TopicPartitions', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitions', 'fields': (
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'AssignmentEpochs', 'py': 'assignment_epochs', 'type': '[]int32', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 0, 'default': ()},
+        )},
+        {'name': 'PartitionsPendingRevocation', 'py': 'partitions_pending_revocation', 'type': '[]TopicPartitions', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitions', 'fields': (
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'AssignmentEpochs', 'py': 'assignment_epochs', 'type': '[]int32', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 0, 'default': ()},
+        )},
+    )},
+    'ShareGroupMemberMetadataKey': {'name': 'ShareGroupMemberMetadataKey', 'type': 'coordinator-key', 'api_key': 10, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ShareGroupMemberMetadataValue': {'name': 'ShareGroupMemberMetadataValue', 'type': 'coordinator-value', 'api_key': 10, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
+        {'name': 'ClientId', 'py': 'client_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'ClientHost', 'py': 'client_host', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'SubscribedTopicNames', 'py': 'subscribed_topic_names', 'type': '[]string', 'versions': (0, None), 'default': ()},
+    )},
+    'ShareGroupMetadataKey': {'name': 'ShareGroupMetadataKey', 'type': 'coordinator-key', 'api_key': 11, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ShareGroupMetadataValue': {'name': 'ShareGroupMetadataValue', 'type': 'coordinator-value', 'api_key': 11, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'Epoch', 'py': 'epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'MetadataHash', 'py': 'metadata_hash', 'type': 'int64', 'versions': (0, None), 'default': 0},
+    )},
+    'ShareGroupTargetAssignmentMetadataKey': {'name': 'ShareGroupTargetAssignmentMetadataKey', 'type': 'coordinator-key', 'api_key': 12, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ShareGroupTargetAssignmentMetadataValue': {'name': 'ShareGroupTargetAssignmentMetadataValue', 'type': 'coordinator-value', 'api_key': 12, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'AssignmentEpoch', 'py': 'assignment_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'AssignmentTimestamp', 'py': 'assignment_timestamp', 'type': 'int64', 'versions': (0, None), 'tagged': (0, None), 'tag': 0, 'default': 0, 'ignorable': True},
+    )},
+    'ShareGroupTargetAssignmentMemberKey': {'name': 'ShareGroupTargetAssignmentMemberKey', 'type': 'coordinator-key', 'api_key': 13, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ShareGroupTargetAssignmentMemberValue': {'name': 'ShareGroupTargetAssignmentMemberValue', 'type': 'coordinator-value', 'api_key': 13, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'TopicPartitions', 'py': 'topic_partitions', 'type': '[]TopicPartition', 'versions': (0, None), 'default': (), 'struct': 'TopicPartition', 'fields': (
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+    )},
+    'ShareGroupCurrentMemberAssignmentKey': {'name': 'ShareGroupCurrentMemberAssignmentKey', 'type': 'coordinator-key', 'api_key': 14, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ShareGroupCurrentMemberAssignmentValue': {'name': 'ShareGroupCurrentMemberAssignmentValue', 'type': 'coordinator-value', 'api_key': 14, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'PreviousMemberEpoch', 'py': 'previous_member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'State', 'py': 'state', 'type': 'int8', 'versions': (0, None), 'default': 0},
+        {'name': 'AssignedPartitions', 'py': 'assigned_partitions', 'type': '[]TopicPartitions', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitions', 'fields': (
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+    )},
+    'ShareGroupStatePartitionMetadataKey': {'name': 'ShareGroupStatePartitionMetadataKey', 'type': 'coordinator-key', 'api_key': 15, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ShareGroupStatePartitionMetadataValue': {'name': 'ShareGroupStatePartitionMetadataValue', 'type': 'coordinator-value', 'api_key': 15, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'InitializingTopics', 'py': 'initializing_topics', 'type': '[]TopicPartitionsInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitionsInfo', 'fields': (
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'InitializedTopics', 'py': 'initialized_topics', 'type': '[]TopicPartitionsInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitionsInfo', 'fields': (
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'DeletingTopics', 'py': 'deleting_topics', 'type': '[]TopicInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicInfo', 'fields': (
+            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
+            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
+        )},
+    )},
+    'ConsumerGroupRegularExpressionKey': {'name': 'ConsumerGroupRegularExpressionKey', 'type': 'coordinator-key', 'api_key': 16, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'RegularExpression', 'py': 'regular_expression', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'ConsumerGroupRegularExpressionValue': {'name': 'ConsumerGroupRegularExpressionValue', 'type': 'coordinator-value', 'api_key': 16, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'Topics', 'py': 'topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+        {'name': 'Version', 'py': 'version', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'Timestamp', 'py': 'timestamp', 'type': 'int64', 'versions': (0, None), 'default': 0},
+    )},
+    'StreamsGroupMetadataKey': {'name': 'StreamsGroupMetadataKey', 'type': 'coordinator-key', 'api_key': 17, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'StreamsGroupMetadataValue': {'name': 'StreamsGroupMetadataValue', 'type': 'coordinator-value', 'api_key': 17, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'Epoch', 'py': 'epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'MetadataHash', 'py': 'metadata_hash', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'ValidatedTopologyEpoch', 'py': 'validated_topology_epoch', 'type': 'int32', 'versions': (0, None), 'tagged': (0, None), 'tag': 0, 'default': -1},
+        {'name': 'LastAssignmentConfigs', 'py': 'last_assignment_configs', 'type': '[]LastAssignmentConfig', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 1, 'default': (), 'struct': 'LastAssignmentConfig', 'fields': (
+            {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+        )},
+        {'name': 'StoredDescriptionTopologyEpoch', 'py': 'stored_description_topology_epoch', 'type': 'int32', 'versions': (0, None), 'tagged': (0, None), 'tag': 2, 'default': -1},
+        {'name': 'FailedDescriptionTopologyEpoch', 'py': 'failed_description_topology_epoch', 'type': 'int32', 'versions': (0, None), 'tagged': (0, None), 'tag': 3, 'default': -1},
+    )},
+    'StreamsGroupMemberMetadataKey': {'name': 'StreamsGroupMemberMetadataKey', 'type': 'coordinator-key', 'api_key': 19, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'StreamsGroupMemberMetadataValue': {'name': 'StreamsGroupMemberMetadataValue', 'type': 'coordinator-value', 'api_key': 19, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'InstanceId', 'py': 'instance_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
+        {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
+        {'name': 'ClientId', 'py': 'client_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'ClientHost', 'py': 'client_host', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'RebalanceTimeoutMs', 'py': 'rebalance_timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': -1},
+        {'name': 'TopologyEpoch', 'py': 'topology_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'ProcessId', 'py': 'process_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+        {'name': 'UserEndpoint', 'py': 'user_endpoint', 'type': 'Endpoint', 'versions': (0, None), 'nullable': (0, None), 'default': None, 'struct': 'Endpoint', 'fields': (
+            {'name': 'Host', 'py': 'host', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Port', 'py': 'port', 'type': 'uint16', 'versions': (0, None), 'default': 0},
+        )},
+        {'name': 'ClientTags', 'py': 'client_tags', 'type': '[]KeyValue', 'versions': (0, None), 'default': (), 'struct': 'KeyValue', 'fields': (
+            {'name': 'Key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+        )},
+    )},
+    'StreamsGroupTargetAssignmentMetadataKey': {'name': 'StreamsGroupTargetAssignmentMetadataKey', 'type': 'coordinator-key', 'api_key': 20, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'StreamsGroupTargetAssignmentMetadataValue': {'name': 'StreamsGroupTargetAssignmentMetadataValue', 'type': 'coordinator-value', 'api_key': 20, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'AssignmentEpoch', 'py': 'assignment_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'AssignmentTimestamp', 'py': 'assignment_timestamp', 'type': 'int64', 'versions': (0, None), 'tagged': (0, None), 'tag': 0, 'default': 0, 'ignorable': True},
+    )},
+    'StreamsGroupTargetAssignmentMemberKey': {'name': 'StreamsGroupTargetAssignmentMemberKey', 'type': 'coordinator-key', 'api_key': 21, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'StreamsGroupTargetAssignmentMemberValue': {'name': 'StreamsGroupTargetAssignmentMemberValue', 'type': 'coordinator-value', 'api_key': 21, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ActiveTasks', 'py': 'active_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'StandbyTasks', 'py': 'standby_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+        {'name': 'WarmupTasks', 'py': 'warmup_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+        )},
+    )},
+    'StreamsGroupCurrentMemberAssignmentKey': {'name': 'StreamsGroupCurrentMemberAssignmentKey', 'type': 'coordinator-key', 'api_key': 22, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'StreamsGroupCurrentMemberAssignmentValue': {'name': 'StreamsGroupCurrentMemberAssignmentValue', 'type': 'coordinator-value', 'api_key': 22, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'PreviousMemberEpoch', 'py': 'previous_member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'State', 'py': 'state', 'type': 'int8', 'versions': (0, None), 'default': 0},
+        {'name': 'ActiveTasks', 'py': 'active_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'AssignmentEpochs', 'py': 'assignment_epochs', 'type': '[]int32', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 0, 'default': ()},
+        )},
+        {'name': 'StandbyTasks', 'py': 'standby_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'AssignmentEpochs', 'py': 'assignment_epochs', 'type': '[]int32', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 0, 'default': ()},
+        )},
+        {'name': 'WarmupTasks', 'py': 'warmup_tasks', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'AssignmentEpochs', 'py': 'assignment_epochs', 'type': '[]int32', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 0, 'default': ()},
+        )},
+        {'name': 'ActiveTasksPendingRevocation', 'py': 'active_tasks_pending_revocation', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'AssignmentEpochs', 'py': 'assignment_epochs', 'type': '[]int32', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 0, 'default': ()},
+        )},
+        {'name': 'StandbyTasksPendingRevocation', 'py': 'standby_tasks_pending_revocation', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'AssignmentEpochs', 'py': 'assignment_epochs', 'type': '[]int32', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 0, 'default': ()},
+        )},
+        {'name': 'WarmupTasksPendingRevocation', 'py': 'warmup_tasks_pending_revocation', 'type': '[]TaskIds', 'versions': (0, None), 'default': (), 'struct': 'TaskIds', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
+            {'name': 'AssignmentEpochs', 'py': 'assignment_epochs', 'type': '[]int32', 'versions': (0, None), 'nullable': (0, None), 'tagged': (0, None), 'tag': 0, 'default': ()},
+        )},
+    )},
+    'StreamsGroupTopologyKey': {'name': 'StreamsGroupTopologyKey', 'type': 'coordinator-key', 'api_key': 23, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
+    )},
+    'StreamsGroupTopologyValue': {'name': 'StreamsGroupTopologyValue', 'type': 'coordinator-value', 'api_key': 23, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'Epoch', 'py': 'epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
+        {'name': 'Subtopologies', 'py': 'subtopologies', 'type': '[]Subtopology', 'versions': (0, None), 'default': (), 'struct': 'Subtopology', 'fields': (
+            {'name': 'SubtopologyId', 'py': 'subtopology_id', 'type': 'string', 'versions': (0, None), 'default': ''},
+            {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+            {'name': 'SourceTopicRegex', 'py': 'source_topic_regex', 'type': '[]string', 'versions': (0, None), 'default': ()},
+            {'name': 'StateChangelogTopics', 'py': 'state_changelog_topics', 'type': '[]TopicInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicInfo', 'fields': (
+                {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'Partitions', 'py': 'partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'ReplicationFactor', 'py': 'replication_factor', 'type': 'int16', 'versions': (0, None), 'default': 0},
+                {'name': 'TopicConfigs', 'py': 'topic_configs', 'type': '[]TopicConfig', 'versions': (0, None), 'default': (), 'struct': 'TopicConfig', 'fields': (
+                    {'name': 'key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+                )},
+            )},
+            {'name': 'RepartitionSinkTopics', 'py': 'repartition_sink_topics', 'type': '[]string', 'versions': (0, None), 'default': ()},
+            {'name': 'RepartitionSourceTopics', 'py': 'repartition_source_topics', 'type': '[]TopicInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicInfo', 'fields': (
+                {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
+                {'name': 'Partitions', 'py': 'partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
+                {'name': 'ReplicationFactor', 'py': 'replication_factor', 'type': 'int16', 'versions': (0, None), 'default': 0},
+                {'name': 'TopicConfigs', 'py': 'topic_configs', 'type': '[]TopicConfig', 'versions': (0, None), 'default': (), 'struct': 'TopicConfig', 'fields': (
+                    {'name': 'key', 'py': 'key', 'type': 'string', 'versions': (0, None), 'default': ''},
+                    {'name': 'value', 'py': 'value', 'type': 'string', 'versions': (0, None), 'default': ''},
+                )},
+            )},
+            {'name': 'CopartitionGroups', 'py': 'copartition_groups', 'type': '[]CopartitionGroup', 'versions': (0, None), 'default': (), 'struct': 'CopartitionGroup', 'fields': (
+                {'name': 'SourceTopics', 'py': 'source_topics', 'type': '[]int16', 'versions': (0, None), 'default': ()},
+                {'name': 'SourceTopicRegex', 'py': 'source_topic_regex', 'type': '[]int16', 'versions': (0, None), 'default': ()},
+                {'name': 'RepartitionSourceTopics', 'py': 'repartition_source_topics', 'type': '[]int16', 'versions': (0, None), 'default': ()},
+            )},
+        )},
+    )},
+    'AbortedTxn': {'name': 'AbortedTxn', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'FirstOffset', 'py': 'first_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'LastOffset', 'py': 'last_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
+        {'name': 'LastStableOffset', 'py': 'last_stable_offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
     )},
     'ConsumerProtocolAssignment': {'name': 'ConsumerProtocolAssignment', 'type': 'data', 'api_key': None, 'valid': (0, 3), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'AssignedPartitions', 'py': 'assigned_partitions', 'type': '[]TopicPartition', 'versions': (0, None), 'default': (), 'struct': 'TopicPartition', 'fields': (
@@ -2255,30 +2982,16 @@ MESSAGES = {
         {'name': 'GenerationId', 'py': 'generation_id', 'type': 'int32', 'versions': (2, None), 'default': -1, 'ignorable': True},
         {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (3, None), 'nullable': (3, None), 'default': None, 'ignorable': True},
     )},
+    'ControlRecordTypeSchema': {'name': 'ControlRecordTypeSchema', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'Type', 'py': 'type', 'type': 'int16', 'versions': (0, None), 'default': 0},
+    )},
     'DefaultPrincipalData': {'name': 'DefaultPrincipalData', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Type', 'py': 'type', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'Name', 'py': 'name', 'type': 'string', 'versions': (0, None), 'default': ''},
         {'name': 'TokenAuthenticated', 'py': 'token_authenticated', 'type': 'bool', 'versions': (0, None), 'default': False},
     )},
-    'GroupMetadataKey': {'name': 'GroupMetadataKey', 'type': 'data', 'api_key': None, 'valid': (2, 2), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'group', 'py': 'group', 'type': 'string', 'versions': (2, 2), 'default': ''},
-    )},
-    'GroupMetadataValue': {'name': 'GroupMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 4), 'flexible': 4, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'protocolType', 'py': 'protocol_type', 'type': 'string', 'versions': (0, None), 'default': ''},
-        {'name': 'generation', 'py': 'generation', 'type': 'int32', 'versions': (0, None), 'default': 0},
-        {'name': 'protocol', 'py': 'protocol', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
-        {'name': 'leader', 'py': 'leader', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
-        {'name': 'currentStateTimestamp', 'py': 'current_state_timestamp', 'type': 'int64', 'versions': (2, None), 'default': -1, 'ignorable': True},
-        {'name': 'members', 'py': 'members', 'type': '[]MemberMetadata', 'versions': (0, None), 'default': (), 'struct': 'MemberMetadata', 'fields': (
-            {'name': 'memberId', 'py': 'member_id', 'type': 'string', 'versions': (0, None), 'default': ''},
-            {'name': 'groupInstanceId', 'py': 'group_instance_id', 'type': 'string', 'versions': (3, None), 'nullable': (3, None), 'default': None, 'ignorable': True},
-            {'name': 'clientId', 'py': 'client_id', 'type': 'string', 'versions': (0, None), 'default': ''},
-            {'name': 'clientHost', 'py': 'client_host', 'type': 'string', 'versions': (0, None), 'default': ''},
-            {'name': 'rebalanceTimeout', 'py': 'rebalance_timeout', 'type': 'int32', 'versions': (1, None), 'default': -1, 'ignorable': True},
-            {'name': 'sessionTimeout', 'py': 'session_timeout', 'type': 'int32', 'versions': (0, None), 'default': 0},
-            {'name': 'subscription', 'py': 'subscription', 'type': 'bytes', 'versions': (0, None), 'default': b''},
-            {'name': 'assignment', 'py': 'assignment', 'type': 'bytes', 'versions': (0, None), 'default': b''},
-        )},
+    'EndTxnMarker': {'name': 'EndTxnMarker', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
+        {'name': 'CoordinatorEpoch', 'py': 'coordinator_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
     )},
     'KRaftVersionRecord': {'name': 'KRaftVersionRecord', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Version', 'py': 'version', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -2296,115 +3009,12 @@ MESSAGES = {
             {'name': 'VoterDirectoryId', 'py': 'voter_directory_id', 'type': 'uuid', 'versions': (1, None), 'default': '00000000-0000-0000-0000-000000000000'},
         )},
     )},
-    'OffsetCommitKey': {'name': 'OffsetCommitKey', 'type': 'data', 'api_key': None, 'valid': (0, 1), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'group', 'py': 'group', 'type': 'string', 'versions': (0, 1), 'default': ''},
-        {'name': 'topic', 'py': 'topic', 'type': 'string', 'versions': (0, 1), 'default': ''},
-        {'name': 'partition', 'py': 'partition', 'type': 'int32', 'versions': (0, 1), 'default': 0},
-    )},
-    'OffsetCommitValue': {'name': 'OffsetCommitValue', 'type': 'data', 'api_key': None, 'valid': (0, 4), 'flexible': 4, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'offset', 'py': 'offset', 'type': 'int64', 'versions': (0, None), 'default': 0},
-        {'name': 'leaderEpoch', 'py': 'leader_epoch', 'type': 'int32', 'versions': (3, None), 'default': -1, 'ignorable': True},
-        {'name': 'metadata', 'py': 'metadata', 'type': 'string', 'versions': (0, None), 'default': ''},
-        {'name': 'commitTimestamp', 'py': 'commit_timestamp', 'type': 'int64', 'versions': (0, None), 'default': 0},
-        {'name': 'expireTimestamp', 'py': 'expire_timestamp', 'type': 'int64', 'versions': (1, 1), 'default': -1, 'ignorable': True},
-    )},
-    'ShareGroupCurrentMemberAssignmentKey': {'name': 'ShareGroupCurrentMemberAssignmentKey', 'type': 'data', 'api_key': None, 'valid': (14, 14), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (14, 14), 'default': ''},
-        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (14, 14), 'default': ''},
-    )},
-    'ShareGroupCurrentMemberAssignmentValue': {'name': 'ShareGroupCurrentMemberAssignmentValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'MemberEpoch', 'py': 'member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
-        {'name': 'PreviousMemberEpoch', 'py': 'previous_member_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
-        {'name': 'State', 'py': 'state', 'type': 'int8', 'versions': (0, None), 'default': 0},
-        {'name': 'AssignedPartitions', 'py': 'assigned_partitions', 'type': '[]TopicPartitions', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitions', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
-            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
-        )},
-    )},
-    'ShareGroupMemberMetadataKey': {'name': 'ShareGroupMemberMetadataKey', 'type': 'data', 'api_key': None, 'valid': (10, 10), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (10, 10), 'default': ''},
-        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (10, 10), 'default': ''},
-    )},
-    'ShareGroupMemberMetadataValue': {'name': 'ShareGroupMemberMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'RackId', 'py': 'rack_id', 'type': 'string', 'versions': (0, None), 'nullable': (0, None), 'default': ''},
-        {'name': 'ClientId', 'py': 'client_id', 'type': 'string', 'versions': (0, None), 'default': ''},
-        {'name': 'ClientHost', 'py': 'client_host', 'type': 'string', 'versions': (0, None), 'default': ''},
-        {'name': 'SubscribedTopicNames', 'py': 'subscribed_topic_names', 'type': '[]string', 'versions': (0, None), 'default': ()},
-    )},
-    'ShareGroupMetadataKey': {'name': 'ShareGroupMetadataKey', 'type': 'data', 'api_key': None, 'valid': (11, 11), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (11, 11), 'default': ''},
-    )},
-    'ShareGroupMetadataValue': {'name': 'ShareGroupMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'Epoch', 'py': 'epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
-    )},
-    'ShareGroupPartitionMetadataKey': {'name': 'ShareGroupPartitionMetadataKey', 'type': 'data', 'api_key': None, 'valid': (9, 9), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (9, 9), 'default': ''},
-    )},
-    'ShareGroupPartitionMetadataValue': {'name': 'ShareGroupPartitionMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'Topics', 'py': 'topics', 'type': '[]TopicMetadata', 'versions': (0, None), 'default': (), 'struct': 'TopicMetadata', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
-            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
-            {'name': 'NumPartitions', 'py': 'num_partitions', 'type': 'int32', 'versions': (0, None), 'default': 0},
-            {'name': 'PartitionMetadata', 'py': 'partition_metadata', 'type': '[]PartitionMetadata', 'versions': (0, None), 'default': (), 'struct': 'PartitionMetadata', 'fields': (
-                {'name': 'Partition', 'py': 'partition', 'type': 'int32', 'versions': (0, None), 'default': 0},
-                {'name': 'Racks', 'py': 'racks', 'type': '[]string', 'versions': (0, None), 'default': ()},
-            )},
-        )},
-    )},
-    'ShareGroupStatePartitionMetadataKey': {'name': 'ShareGroupStatePartitionMetadataKey', 'type': 'data', 'api_key': None, 'valid': (15, 15), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (15, 15), 'default': ''},
-    )},
-    'ShareGroupStatePartitionMetadataValue': {'name': 'ShareGroupStatePartitionMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'InitializedTopics', 'py': 'initialized_topics', 'type': '[]TopicPartitionsInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicPartitionsInfo', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
-            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
-            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
-        )},
-        {'name': 'DeletingTopics', 'py': 'deleting_topics', 'type': '[]TopicInfo', 'versions': (0, None), 'default': (), 'struct': 'TopicInfo', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
-            {'name': 'TopicName', 'py': 'topic_name', 'type': 'string', 'versions': (0, None), 'default': ''},
-        )},
-    )},
-    'ShareGroupTargetAssignmentMemberKey': {'name': 'ShareGroupTargetAssignmentMemberKey', 'type': 'data', 'api_key': None, 'valid': (13, 13), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (13, 13), 'default': ''},
-        {'name': 'MemberId', 'py': 'member_id', 'type': 'string', 'versions': (13, 13), 'default': ''},
-    )},
-    'ShareGroupTargetAssignmentMemberValue': {'name': 'ShareGroupTargetAssignmentMemberValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'TopicPartitions', 'py': 'topic_partitions', 'type': '[]TopicPartition', 'versions': (0, None), 'default': (), 'struct': 'TopicPartition', 'fields': (
-            {'name': 'TopicId', 'py': 'topic_id', 'type': 'uuid', 'versions': (0, None), 'default': '00000000-0000-0000-0000-000000000000'},
-            {'name': 'Partitions', 'py': 'partitions', 'type': '[]int32', 'versions': (0, None), 'default': ()},
-        )},
-    )},
-    'ShareGroupTargetAssignmentMetadataKey': {'name': 'ShareGroupTargetAssignmentMetadataKey', 'type': 'data', 'api_key': None, 'valid': (12, 12), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'GroupId', 'py': 'group_id', 'type': 'string', 'versions': (12, 12), 'default': ''},
-    )},
-    'ShareGroupTargetAssignmentMetadataValue': {'name': 'ShareGroupTargetAssignmentMetadataValue', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'AssignmentEpoch', 'py': 'assignment_epoch', 'type': 'int32', 'versions': (0, None), 'default': 0},
-    )},
     'SnapshotFooterRecord': {'name': 'SnapshotFooterRecord', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Version', 'py': 'version', 'type': 'int16', 'versions': (0, None), 'default': 0},
     )},
     'SnapshotHeaderRecord': {'name': 'SnapshotHeaderRecord', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Version', 'py': 'version', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'LastContainedLogTimestamp', 'py': 'last_contained_log_timestamp', 'type': 'int64', 'versions': (0, None), 'default': 0},
-    )},
-    'TransactionLogKey': {'name': 'TransactionLogKey', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': None, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'TransactionalId', 'py': 'transactional_id', 'type': 'string', 'versions': (0, 0), 'default': ''},
-    )},
-    'TransactionLogValue': {'name': 'TransactionLogValue', 'type': 'data', 'api_key': None, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
-        {'name': 'ProducerId', 'py': 'producer_id', 'type': 'int64', 'versions': (0, None), 'default': 0},
-        {'name': 'PreviousProducerId', 'py': 'previous_producer_id', 'type': 'int64', 'versions': (1, None), 'tagged': (1, None), 'tag': 0, 'default': -1},
-        {'name': 'NextProducerId', 'py': 'next_producer_id', 'type': 'int64', 'versions': (1, None), 'tagged': (1, None), 'tag': 1, 'default': -1},
-        {'name': 'ProducerEpoch', 'py': 'producer_epoch', 'type': 'int16', 'versions': (0, None), 'default': 0},
-        {'name': 'TransactionTimeoutMs', 'py': 'transaction_timeout_ms', 'type': 'int32', 'versions': (0, None), 'default': 0},
-        {'name': 'TransactionStatus', 'py': 'transaction_status', 'type': 'int8', 'versions': (0, None), 'default': 0},
-        {'name': 'TransactionPartitions', 'py': 'transaction_partitions', 'type': '[]PartitionsSchema', 'versions': (0, None), 'nullable': (0, None), 'default': (), 'struct': 'PartitionsSchema', 'fields': (
-            {'name': 'Topic', 'py': 'topic', 'type': 'string', 'versions': (0, None), 'default': ''},
-            {'name': 'PartitionIds', 'py': 'partition_ids', 'type': '[]int32', 'versions': (0, None), 'default': ()},
-        )},
-        {'name': 'TransactionLastUpdateTimestampMs', 'py': 'transaction_last_update_timestamp_ms', 'type': 'int64', 'versions': (0, None), 'default': 0},
-        {'name': 'TransactionStartTimestampMs', 'py': 'transaction_start_timestamp_ms', 'type': 'int64', 'versions': (0, None), 'default': 0},
-        {'name': 'ClientTransactionVersion', 'py': 'client_transaction_version', 'type': 'int16', 'versions': (1, None), 'tagged': (1, None), 'tag': 2, 'default': 0},
     )},
     'VotersRecord': {'name': 'VotersRecord', 'type': 'data', 'api_key': None, 'valid': (0, 0), 'flexible': 0, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'Version', 'py': 'version', 'type': 'int16', 'versions': (0, None), 'default': 0},
@@ -2426,7 +3036,7 @@ MESSAGES = {
         {'name': 'RequestApiKey', 'py': 'request_api_key', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'RequestApiVersion', 'py': 'request_api_version', 'type': 'int16', 'versions': (0, None), 'default': 0},
         {'name': 'CorrelationId', 'py': 'correlation_id', 'type': 'int32', 'versions': (0, None), 'default': 0},
-        {'name': 'ClientId', 'py': 'client_id', 'type': 'string', 'versions': (1, None), 'nullable': (1, None), 'default': '', 'ignorable': True, 'flexible': ()},
+        {'name': 'ClientId', 'py': 'client_id', 'type': 'string', 'versions': (1, None), 'nullable': (1, None), 'default': '', 'flexible': ()},
     )},
     'ResponseHeader': {'name': 'ResponseHeader', 'type': 'header', 'api_key': None, 'valid': (0, 1), 'flexible': 1, 'deprecated': None, 'listeners': (), 'unstable': False, 'fields': (
         {'name': 'CorrelationId', 'py': 'correlation_id', 'type': 'int32', 'versions': (0, None), 'default': 0},

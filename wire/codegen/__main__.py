@@ -9,17 +9,20 @@ from pathlib import Path
 from wire.codegen.emit import render_messages, render_table
 from wire.codegen.schema_json import load_schemas
 
-OUT = Path(__file__).resolve().parent.parent / "_generated"
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parent / "_generated"
+SCHEMAS = HERE / "schemas"          # Kafka 4.4.0's schema files, unmodified
+OLDER_SCHEMAS = HERE / "schemas-3.9"  # the APIs Kafka 4 removed whole that kbroker serves
 
 
-def generate(schemas: Path) -> dict[str, str]:
-    msgs = load_schemas(schemas)
+def generate(schemas: Path = SCHEMAS, older: Path | None = OLDER_SCHEMAS) -> dict[str, str]:
+    msgs = load_schemas(schemas, older)
     return {"schema_table.py": render_table(msgs), "messages.py": render_messages(msgs)}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m wire.codegen")
-    ap.add_argument("--schemas", type=Path, default=Path("../shared/kafka-protocol"))
+    ap.add_argument("--schemas", type=Path, default=SCHEMAS)
     ap.add_argument("--check", action="store_true", help="compare with the committed files")
     args = ap.parse_args(argv)
     if not args.schemas.is_dir():

@@ -27,6 +27,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from wire.codegen.kept import apply_kept
+
 PRIMITIVES = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64",
      "string", "bytes", "records", "uuid"}
@@ -156,9 +158,23 @@ def normalize_message(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_schemas(root: Path) -> list[dict[str, Any]]:
-    """Every message of ``root/*.json`` and ``root/coordinator-records/*.json``, sorted."""
+def load_schemas(root: Path, older: Path | None = None) -> list[dict[str, Any]]:
+    """Every message of ``root/*.json`` and ``root/coordinator-records/*.json``, sorted: the
+    APIs by key, then the data types and the coordinators' records.
+
+    A file whose ``validVersions`` is "none" (an API Kafka removed) is left out; ``older``
+    holds the earlier schema files kbroker keeps serving in its place.  The versions and
+    fields of kept.py are put back into the files that dropped them.
+    """
     paths = sorted(root.glob("*.json")) + sorted((root / "coordinator-records").glob("*.json"))
-    msgs = [normalize_message(load_json(p)) for p in paths]
-    msgs.sort(key=lambda m: (m["api_key"] is None, m["api_key"] or 0, m["type"], m["name"]))
+    if older is not None:
+        paths += sorted(older.glob("*.json"))
+    docs = [load_json(p) for p in paths]
+    msgs = [normalize_message(apply_kept(d)) for d in docs
+            if parse_versions(d["validVersions"]) is not None]
+    names = [m["name"] for m in msgs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a message is defined twice: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    msgs.sort(key=lambda m: (m["type"] not in ("request", "response"), m["api_key"] is None,
+                             m["api_key"] or 0, m["type"], m["name"]))
     return msgs
