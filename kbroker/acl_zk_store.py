@@ -9,7 +9,10 @@ ZkAclChangeStore; layout and encodings in kbroker/acl_store.py).
   version, add / remove this change's entries, write it back conditionally on the version
   (create when absent, delete when empty), retrying from the read on a version conflict, so
   two brokers changing the same pattern at once both count; then a sequential
-  ``acl_changes_`` notification names the pattern.  The answer waits for all of it.
+  ``acl_changes_`` notification names the pattern.  The answer waits for all of it.  A
+  ZooKeeper connection lost meanwhile is waited out and the step done again from its read
+  (kbroker/zk_retry.py, for up to ``zookeeper.connection.timeout.ms``); a notification
+  retried after a loss that hid its success is written twice (one more re-read).
 * Every broker watches ``/kafka-acl-changes`` and ``/kafka-acl-extended-changes``: a
   notification newer than the last one seen makes it re-read that pattern's znode.  Old
   notifications are left to Kafka's own purge rules (not purged here).
@@ -45,6 +48,7 @@ from kbroker.acl_store import (
 )
 from kbroker.config_entities import completion_of
 from kbroker.tasks import cancel_and_wait, task_name
+from kbroker.zk_retry import deadline, until_connected
 
 if TYPE_CHECKING:
     from kbroker.authorizer import AclAuthorizer, Changes
@@ -93,10 +97,15 @@ class AclZkStore:
 
     def store(self, table: AclTable, changes: Changes) -> Future[None]:
         async def write() -> None:
+            by = deadline(self.zk)
             for pattern, (added, removed) in changes.items():
-                await self._update(pattern, added, removed)
+                await until_connected(lambda p=pattern, a=added, r=removed: self._update(p, a, r),
+                                      by, f"the ACLs of {pattern}")
                 path, data = change_notification(pattern)
-                await self.zk.create(path, data, sequential=True, make_parents=True)
+                await until_connected(
+                    lambda path=path, data=data: self.zk.create(path, data, sequential=True,
+                                                                make_parents=True),
+                    by, f"the ACL change of {pattern}")
 
         return completion_of(self._spawn(write()))
 

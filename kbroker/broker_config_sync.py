@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from cluster import znodes
 from kbroker.config_entities import publish_entity, read_entity
 from kbroker.dynamic_broker_configs import usable
+from kbroker.zk_retry import deadline, until_connected
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -72,12 +73,15 @@ async def load(state: BrokerState, zk: Any) -> None:
 
 
 async def refresh(state: BrokerState, resource_names: Iterable[str]) -> None:
-    """Re-read the named levels ("" or this node's id; others are refused later) from ZooKeeper."""
+    """Re-read the named levels ("" or this node's id; others are refused later) from ZooKeeper
+    (for an AlterConfigs: through a lost connection, kbroker/zk_retry.py)."""
     cluster = state.cluster
     assert cluster is not None
+    by = deadline(cluster.zk)
     for name in dict.fromkeys(resource_names):
         if name in ("", str(state.node_id)):
-            await _reload(state, cluster.zk, name)
+            await until_connected(lambda name=name: _reload(state, cluster.zk, name), by,
+                                  f"the dynamic configs of broker {name or '<default>'}")
 
 
 async def on_notification(state: BrokerState, zk: Any, name: str) -> None:

@@ -6,6 +6,11 @@ kbroker/broker_config_sync.py (``brokers/<id>``, ``brokers/<default>``).
 Formats (cluster/znodes.py): the entity ``{"version":1,"config":{...}}``; the notification a
 persistent sequential ``/config/changes/config_change_NNNNNNNNNN`` holding
 ``{"version":2,"entity_path":"<type>/<name>"}``, written after the entity.
+
+Both writes wait out a lost ZooKeeper connection (kbroker/zk_retry.py, for up to
+``zookeeper.connection.timeout.ms``), as KafkaZkClient's do.  The entity's write is the same
+data again; a notification retried after a loss that hid its success is written twice,
+which only makes the brokers re-read the entity once more.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from cluster import znodes
-from cluster.coordination import NoNodeError
+from cluster.coordination import NodeExistsError, NoNodeError
+from kbroker.zk_retry import deadline, until_connected
 
 __all__ = ["completion_of", "publish_entity", "read_entity"]
 
@@ -35,15 +41,26 @@ def publish_entity(zk: Any, entity_type: str, name: str, overrides: dict[str, st
     call it from the event loop."""
     snapshot = dict(overrides)
 
-    async def write() -> None:
-        path = znodes.config_entity_path(entity_type, name)
-        data = znodes.encode_config(snapshot)
+    path = znodes.config_entity_path(entity_type, name)
+    data = znodes.encode_config(snapshot)
+
+    async def store() -> None:
         try:
             await zk.set(path, data)
         except NoNodeError:
-            await zk.create(path, data, make_parents=True)
+            try:
+                await zk.create(path, data, make_parents=True)
+            except NodeExistsError:   # created meanwhile (by this write before a lost answer)
+                await zk.set(path, data)
+
+    async def notify() -> None:
         await zk.create(f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
                         znodes.encode_config_change(f"{entity_type}/{name}"), sequential=True)
+
+    async def write() -> None:
+        by = deadline(zk)
+        await until_connected(store, by, f"the config of {entity_type}/{name}")
+        await until_connected(notify, by, f"the config change of {entity_type}/{name}")
 
     return completion_of(asyncio.ensure_future(write()))
 

@@ -52,6 +52,7 @@ from kbroker.delayed_produce import DelayedProduces
 from kbroker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from kbroker.tasks import TaskSet, cancel_and_wait, task_name
 from kbroker.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
+from kbroker.zk_retry import deadline, until_connected
 from log.partition_metadata_file import InconsistentTopicIdError
 from wire.error_codes import ErrorCode
 from wire.uuids import ZERO_UUID
@@ -120,18 +121,11 @@ class ReplicaManager:
     # -- LeaderAndIsr --------------------------------------------------------------------
 
     async def _ensure_topic(self, topic: str) -> None:
-        """Make ``topic`` known locally with its cluster-wide partition count and config."""
+        """Make ``topic`` known locally with its cluster-wide partition count and config
+        (read through a lost ZooKeeper connection, kbroker/zk_retry.py)."""
         state = self.state
-        try:
-            data, _ = await self.zk.get(znodes.topic_path(topic))
-            count = max(znodes.decode_topic(data).partitions, default=-1) + 1
-        except NoNodeError:
-            count = 0
-        try:
-            cfg, _ = await self.zk.get(znodes.config_entity_path("topics", topic))
-            overrides = znodes.decode_config(cfg)
-        except NoNodeError:
-            overrides = {}
+        count, overrides = await until_connected(lambda: self._read_topic(topic), deadline(self.zk),
+                                                 f"the znodes of {topic}")
         if overrides != state.topic_configs.overrides_of(topic):
             # ZooKeeper's /config/topics/<t> is the truth; the local file mirrors it
             state.topic_configs.set(topic, overrides)
@@ -145,6 +139,19 @@ class ReplicaManager:
             state.groups.offsets_topic_partitions_known(count)
         if topic == TRANSACTION_STATE_TOPIC and count > 0:
             state.txns.topic_partitions_known(count)
+
+    async def _read_topic(self, topic: str) -> tuple[int, dict[str, str]]:
+        try:
+            data, _ = await self.zk.get(znodes.topic_path(topic))
+            count = max(znodes.decode_topic(data).partitions, default=-1) + 1
+        except NoNodeError:
+            count = 0
+        try:
+            cfg, _ = await self.zk.get(znodes.config_entity_path("topics", topic))
+            overrides = znodes.decode_config(cfg)
+        except NoNodeError:
+            overrides = {}
+        return count, overrides
 
     async def become_leader_or_follower(self, req: Any) -> dict[tuple[str, int], int]:
         """Apply a LeaderAndIsrRequest; returns partition -> error code."""

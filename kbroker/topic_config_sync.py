@@ -35,6 +35,7 @@ from cluster.coordination import CoordinationError, NoNodeError, WatchEvent
 from kbroker import broker_config_sync, quotas_zk
 from kbroker.config_entities import publish_entity, read_entity
 from kbroker.tasks import TaskSet, task_name
+from kbroker.zk_retry import deadline, until_connected
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -69,12 +70,15 @@ async def _read(zk: Any, topic: str) -> dict[str, str] | None:
 
 
 async def refresh(state: BrokerState, topics: Iterable[str]) -> None:
-    """Re-read the configs of ``topics`` from ZooKeeper into the mirror."""
+    """Re-read the configs of ``topics`` from ZooKeeper into the mirror (for a
+    DescribeConfigs / AlterConfigs: through a lost connection, kbroker/zk_retry.py)."""
     cluster = state.cluster
     assert cluster is not None
+    by = deadline(cluster.zk)
     for topic in topics:
         if topic_exists(state, topic):
-            overrides = await _read(cluster.zk, topic)
+            overrides = await until_connected(lambda topic=topic: _read(cluster.zk, topic), by,
+                                              f"the configs of {topic}")
             if overrides is not None:
                 mirror(state, topic, overrides)
 

@@ -11,6 +11,13 @@
 
 Used by the controller broker for CreateTopics/CreatePartitions/DeleteTopics and by any
 broker for auto-creation (Metadata, FindCoordinator), as Kafka 2.x ZooKeeper mode did.
+
+Each write is retried through a lost connection or an expired session until ``by`` (an
+event-loop time; default ``zookeeper.connection.timeout.ms`` from now), then
+``kbroker.zk_retry.ZkUnavailableError`` (kbroker/zk_retry.py).  Retrying is idempotent: a
+topic whose creation was applied before its answer was lost is found again with the topic
+id this call wrote (success, not TopicExistsError); the partitions' rewrite and the
+deletion marker write the same thing again.
 """
 
 from __future__ import annotations
@@ -20,8 +27,9 @@ from collections.abc import Mapping, Sequence
 
 from cluster import znodes
 from cluster.assignment import BrokerMetadata, assign_replicas_to_brokers
-from cluster.coordination import Coordination, Create, NodeExistsError
+from cluster.coordination import Coordination, Create, NodeExistsError, NoNodeError
 from cluster.metadata_image import BrokerInfo
+from kbroker.zk_retry import deadline, until_connected
 from wire.uuids import random_uuid
 
 __all__ = ["TopicExistsError", "add_partitions", "assign", "create_topic", "delete_topic"]
@@ -40,39 +48,65 @@ def assign(brokers: Sequence[BrokerInfo], partitions: int, replication_factor: i
 
 
 async def create_topic(zk: Coordination, name: str, assignment: Mapping[int, Sequence[int]],
-                       configs: Mapping[str, str]) -> uuid.UUID:
+                       configs: Mapping[str, str], by: float | None = None) -> uuid.UUID:
     """Write the topic's config and assignment znodes; TopicExistsError if it exists."""
     topic_id = random_uuid()   # Uuid.randomUuid: never zero, reserved or '-'-led
-    try:
-        # AdminZkClient.createTopicWithAssignment: the config first, then the topic znode,
-        # both as one transaction here (so a topic never appears without its config).
-        config_path = znodes.config_entity_path("topics", name)
-        ops = [Create(znodes.topic_path(name), znodes.encode_topic(znodes.TopicAssignment(
-            {p: tuple(r) for p, r in assignment.items()}, topic_id)))]
-        existing_config = await zk.exists(config_path)
-        if existing_config is None:
-            ops.insert(0, Create(config_path, znodes.encode_config(dict(configs))))
-        else:
-            await zk.set(config_path, znodes.encode_config(dict(configs)))
-        await zk.multi(ops)
-    except Exception as e:
-        cause = getattr(e, "cause", e)
-        if isinstance(cause, NodeExistsError):
+    topic_path = znodes.topic_path(name)
+    config_path = znodes.config_entity_path("topics", name)
+    config = znodes.encode_config(dict(configs))
+
+    async def attempt() -> None:
+        try:
+            # AdminZkClient.createTopicWithAssignment: the config first, then the topic znode,
+            # both as one transaction here (so a topic never appears without its config).
+            ops = [Create(topic_path, znodes.encode_topic(znodes.TopicAssignment(
+                {p: tuple(r) for p, r in assignment.items()}, topic_id)))]
+            if await zk.exists(config_path) is None:
+                ops.insert(0, Create(config_path, config))
+            else:
+                await zk.set(config_path, config)
+            await zk.multi(ops)
+        except Exception as e:
+            cause = getattr(e, "cause", e)
+            if not isinstance(cause, NodeExistsError):
+                raise
+            if await _topic_id_of(zk, topic_path) == topic_id:
+                return   # our own write, applied before a lost connection hid its answer
             raise TopicExistsError(f"Topic '{name}' already exists.") from None
-        raise
+
+    await until_connected(attempt, deadline(zk) if by is None else by, f"creating topic {name}")
     return topic_id
 
 
+async def _topic_id_of(zk: Coordination, topic_path: str) -> uuid.UUID | None:
+    try:
+        data, _ = await zk.get(topic_path)
+    except NoNodeError:
+        return None
+    try:
+        return znodes.decode_topic(data).topic_id
+    except znodes.ZnodeFormatError:
+        return None
+
+
 async def add_partitions(zk: Coordination, name: str, current: znodes.TopicAssignment,
-                         added: Mapping[int, Sequence[int]]) -> None:
+                         added: Mapping[int, Sequence[int]], by: float | None = None) -> None:
     parts = dict(current.partitions)
     parts.update({p: tuple(r) for p, r in added.items()})
-    await zk.set(znodes.topic_path(name), znodes.encode_topic(znodes.TopicAssignment(
-        parts, current.topic_id, current.adding_replicas, current.removing_replicas)))
+    data = znodes.encode_topic(znodes.TopicAssignment(
+        parts, current.topic_id, current.adding_replicas, current.removing_replicas))
+
+    async def attempt() -> None:
+        await zk.set(znodes.topic_path(name), data)
+
+    await until_connected(attempt, deadline(zk) if by is None else by, f"adding partitions to {name}")
 
 
-async def delete_topic(zk: Coordination, name: str) -> None:
-    try:
-        await zk.create(znodes.delete_topic_path(name))
-    except NodeExistsError:
-        pass  # already queued (TopicAlreadyMarkedForDeletion: fine for the caller)
+async def delete_topic(zk: Coordination, name: str, by: float | None = None) -> None:
+    async def attempt() -> None:
+        try:
+            await zk.create(znodes.delete_topic_path(name))
+        except NodeExistsError:
+            pass  # already queued (TopicAlreadyMarkedForDeletion: fine for the caller)
+
+    await until_connected(attempt, deadline(zk) if by is None else by, f"deleting topic {name}")

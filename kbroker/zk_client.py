@@ -11,6 +11,13 @@ executor.
 Session states map to ``SessionState``: CONNECTED, SUSPENDED (connection lost, the session
 and its ephemerals may survive) and LOST (expired or closed; ephemerals gone).  kazoo
 re-connects by itself; after LOST it opens a new session, on which the owner re-registers.
+Its attempts are at most ``RECONNECT_MAX_DELAY_S`` (x1.4 jitter) apart, as ZooKeeper's own
+client tries again within a second: kazoo's default doubles the pause up to an hour, and
+after a ZooKeeper restart of ten seconds a broker's next attempt came ten seconds after the
+server was back, its session expired by then (issue 28).  Calls made while reconnecting wait
+in kazoo's queue; those in flight when the connection drops fail with ConnectionLossError,
+and all of them with SessionExpiredError if the session is found expired (request handlers
+retry through both: kbroker/zk_retry.py).
 
 ``checked_ephemeral_create`` and ``register_broker`` follow ``KafkaZkClient``: a
 ``NodeExists`` whose node is owned by this session is success (a retried create); one owned
@@ -30,6 +37,7 @@ from typing import Any
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.retry import KazooRetry
 
 from cluster import znodes
 from cluster.coordination import (
@@ -58,6 +66,9 @@ from cluster.coordination import (
 __all__ = ["ZkClient", "ZkConnectionTimeoutError"]
 
 log = logging.getLogger("kbroker.zk_client")
+
+RECONNECT_FIRST_DELAY_S = 0.1
+RECONNECT_MAX_DELAY_S = 1.0
 
 _ERRORS: dict[type[Exception], type[CoordinationError]] = {
     kz.NoNodeError: NoNodeError,
@@ -105,7 +116,10 @@ class ZkClient:
         self.session_timeout_ms = session_timeout_ms
         # Kafka: zookeeper.connection.timeout.ms defaults to the session timeout.
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
-        self._kazoo = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+        self._kazoo = KazooClient(
+            hosts=hosts, timeout=session_timeout_ms / 1000.0,
+            connection_retry=KazooRetry(max_tries=-1, delay=RECONNECT_FIRST_DELAY_S, backoff=2,
+                                        max_delay=RECONNECT_MAX_DELAY_S))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners: list[SessionListener] = []
         self._kazoo.add_listener(self._on_state)

@@ -7,7 +7,8 @@ The topic is created on the first lookup, as Kafka does, with
 config; while fewer brokers are alive than the replication factor it is not created and
 the answer is COORDINATOR_NOT_AVAILABLE (Kafka's refusal, "Number of alive brokers ... does
 not meet the required replication factor ... for the offsets topic"), as it is while the
-topic has no leader for that partition yet.
+topic has no leader for that partition yet, or while ZooKeeper's connection, lost, does not
+come back within ``zookeeper.connection.timeout.ms`` for the creation (kbroker/zk_retry.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 from kbroker import zk_admin
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import GROUP_METADATA_TOPIC
+from kbroker.zk_retry import ZkUnavailableError
 from wire.error_codes import ErrorCode
 from wire.java_hash import partition_for
 
@@ -51,6 +53,8 @@ async def create_internal_topic(ctx: RequestContext, topic: str, what: str, pref
         log.info("created %s with %d partition(s), replication factor %d", topic, len(assignment), rf)
     except zk_admin.TopicExistsError:
         pass
+    except ZkUnavailableError as e:   # COORDINATOR_NOT_AVAILABLE; the client asks again
+        log.info("creating %s: %s", topic, e)
     return None
 
 

@@ -7,7 +7,10 @@ answers themselves come from the metadata cache through kbroker/metadata_view.py
   (AdminZkClient; any broker may) with ``num.partitions`` and
   ``default.replication.factor``, and answers LEADER_NOT_AVAILABLE for it; the client asks
   again once the controller has elected leaders.  Too few live brokers for the replication
-  factor: INVALID_REPLICATION_FACTOR for that topic.
+  factor: INVALID_REPLICATION_FACTOR for that topic.  The znode writes wait out a lost
+  ZooKeeper connection for up to ``zookeeper.connection.timeout.ms`` (kbroker/zk_retry.py);
+  if it is not back by then the topic still answers LEADER_NOT_AVAILABLE (the client asks
+  again) where Kafka answered the ZooKeeper timeout as UNKNOWN_SERVER_ERROR.
 * DescribeCluster lists every live broker with its endpoint on the listener the request
   came in on (the one listener here), and rack.
 """
@@ -18,6 +21,7 @@ from cluster.assignment import AdminOperationError
 from kbroker import zk_admin
 from kbroker.metadata_view import ClusterView
 from kbroker.request_context import RequestContext
+from kbroker.zk_retry import ZkUnavailableError
 from wire.error_codes import ErrorCode
 
 
@@ -33,7 +37,7 @@ async def auto_create_in_cluster(ctx: RequestContext, name: str) -> ErrorCode:
         return ErrorCode.INVALID_REPLICATION_FACTOR
     try:
         await zk_admin.create_topic(cluster.zk, name, assignment, {})
-    except zk_admin.TopicExistsError:
+    except (zk_admin.TopicExistsError, ZkUnavailableError):
         pass
     return ErrorCode.LEADER_NOT_AVAILABLE
 

@@ -14,6 +14,11 @@ served them (KafkaApis + ZkAdminManager):
   DelayedCreatePartitions: REQUEST_TIMED_OUT then; ``timeout_ms`` <= 0 answers at once).
 * DeleteTopics queues ``/admin/delete_topics/<t>`` and waits until the topic has left the
   metadata cache or ``timeout_ms`` (DelayedDeleteTopics: REQUEST_TIMED_OUT).
+* Their ZooKeeper calls go through kbroker/zk_retry.py: a connection lost or a session
+  expired meanwhile (a ZooKeeper restart) is waited out and the call made again, as
+  KafkaZkClient retries until connected, for at most the request's ``timeout_ms`` (if
+  positive, else ``zookeeper.connection.timeout.ms``); a topic whose calls did not get
+  through by then answers REQUEST_TIMED_OUT (retriable), never UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from kbroker.handlers.topics_admin import _config_entries, _fail
 from kbroker.request_context import RequestContext
 from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_names import invalid_reason, is_internal, unify_collision_chars
+from kbroker.zk_retry import ZkUnavailableError, deadline, until_connected
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ZERO_UUID,
@@ -41,9 +47,23 @@ from wire.messages import (
 
 Result = CreateTopicsResponse.CreatableTopicResult
 
+# The message of a topic whose ZooKeeper calls did not get through in time (REQUEST_TIMED_OUT).
+ZK_TIMEOUT_MESSAGE = "Timed out waiting for the ZooKeeper connection."
 
-async def _plan(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupes: set[str]
-                ) -> tuple[Result | None, dict[int, list[int]], dict[str, str]]:
+
+async def _existing(zk: Any, name: str, by: float) -> tuple[bool, bool]:
+    """(the topic's znode exists, it is marked for deletion), read through a lost connection."""
+    async def read() -> tuple[bool, bool]:
+        if await zk.exists(znodes.topic_path(name)) is None:
+            return False, False
+        return True, await zk.exists(znodes.delete_topic_path(name)) is not None
+
+    return await until_connected(read, by, f"CreateTopics' check of {name}")
+
+
+async def _plan(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupes: set[str],
+                by: float) -> tuple[Result | None, dict[int, list[int]], dict[str, str]]:
+    """Kafka's checks of one topic; ZkUnavailableError if ZooKeeper did not answer by ``by``."""
     state = ctx.broker
     cluster = state.cluster
     assert cluster is not None
@@ -53,8 +73,9 @@ async def _plan(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupe
     why = invalid_reason(name)
     if why:
         return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION, why), {}, {}
-    if await cluster.zk.exists(znodes.topic_path(name)) is not None:
-        if await cluster.zk.exists(znodes.delete_topic_path(name)) is not None:
+    exists, marked = await _existing(cluster.zk, name, by)
+    if exists:
+        if marked:
             return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion."), {}, {}
         return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."), {}, {}
     unified = unify_collision_chars(name)
@@ -117,21 +138,30 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
     assert cluster is not None
     if not await cluster.runner.wait_ready(max(req.timeout_ms, 0) / 1000):
         return _not_controller_create(req)
+    by = deadline(cluster.zk, req.timeout_ms)   # for all of this request's ZooKeeper calls
     names = [t.name for t in req.topics]
     dupes = {n for n in names if names.count(n) > 1}
     results: list[Result] = []
     created: list[tuple[Result, str, int]] = []
     for t in req.topics:
-        failed, assignment, configs = await _plan(ctx, t, dupes)
+        try:
+            failed, assignment, configs = await _plan(ctx, t, dupes, by)
+        except ZkUnavailableError:
+            results.append(_fail(t.name, ErrorCode.REQUEST_TIMED_OUT, ZK_TIMEOUT_MESSAGE))
+            continue
         if failed is not None:
             results.append(failed)
             continue
         topic_id = ZERO_UUID
         if not req.validate_only:
             try:
-                topic_id = await zk_admin.create_topic(cluster.zk, t.name, assignment, configs)
+                topic_id = await zk_admin.create_topic(cluster.zk, t.name, assignment, configs, by)
             except zk_admin.TopicExistsError as e:
                 results.append(_fail(t.name, ErrorCode.TOPIC_ALREADY_EXISTS, str(e)))
+                continue
+            except ZkUnavailableError:
+                # written or not: a later creation of the same name may find it exists
+                results.append(_fail(t.name, ErrorCode.REQUEST_TIMED_OUT, ZK_TIMEOUT_MESSAGE))
                 continue
         r = Result(name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None)
         if ctx.api_version >= 5:
@@ -167,6 +197,14 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     results = []
     queued: list[str] = []
     ready = await cluster.runner.wait_ready(max(req.timeout_ms, 0) / 1000)
+    by = deadline(cluster.zk, req.timeout_ms)
+
+    async def registered(name: str) -> bool:
+        async def read() -> bool:
+            return await cluster.zk.exists(znodes.topic_path(name)) is not None
+
+        return await until_connected(read, by, f"DeleteTopics' check of {name}")
+
     for name, topic_id in wanted:
         if name is not None and topic_id != ZERO_UUID:   # as on a single node (topics_admin.py)
             results.append(R(name=name, topic_id=topic_id, error_code=ErrorCode.INVALID_REQUEST,
@@ -178,18 +216,21 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
                 code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.INVALID_REQUEST
                 results.append(R(name=None, topic_id=topic_id, error_code=code, error_message=None))
                 continue
-        if not ready:
-            code = ErrorCode.NOT_CONTROLLER
-        elif not state.config["delete.topic.enable"]:
-            code = ErrorCode.TOPIC_DELETION_DISABLED
-        elif cluster.cache.topic(name) is None and await cluster.zk.exists(znodes.topic_path(name)) is None:
-            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        elif is_internal(name):
-            code = ErrorCode.INVALID_REQUEST
-        else:
-            await zk_admin.delete_topic(cluster.zk, name)
-            queued.append(name)
-            code = ErrorCode.NONE
+        try:
+            if not ready:
+                code = ErrorCode.NOT_CONTROLLER
+            elif not state.config["delete.topic.enable"]:
+                code = ErrorCode.TOPIC_DELETION_DISABLED
+            elif cluster.cache.topic(name) is None and not await registered(name):
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif is_internal(name):
+                code = ErrorCode.INVALID_REQUEST
+            else:
+                await zk_admin.delete_topic(cluster.zk, name, by)
+                queued.append(name)
+                code = ErrorCode.NONE
+        except ZkUnavailableError:
+            code = ErrorCode.REQUEST_TIMED_OUT
         info = cluster.cache.topic(name)
         results.append(R(name=name, topic_id=info.topic_id if info and info.topic_id else topic_id,
                          error_code=code, error_message=None))
@@ -217,6 +258,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
     results = []
     waiting: list[tuple[Any, str, int]] = []
     ready = await cluster.runner.wait_ready(max(req.timeout_ms, 0) / 1000)
+    by = deadline(cluster.zk, req.timeout_ms)
     live = cluster.live_brokers()
     for t in req.topics:
         def fail(code: ErrorCode, message: str | None = None, name: str = t.name) -> None:
@@ -229,9 +271,13 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             fail(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             continue
         try:
-            data, _ = await cluster.zk.get(znodes.topic_path(t.name))
+            data, _ = await until_connected(lambda name=t.name: cluster.zk.get(znodes.topic_path(name)),
+                                            by, f"CreatePartitions' read of {t.name}")
         except NoNodeError:
             fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            continue
+        except ZkUnavailableError:
+            fail(ErrorCode.REQUEST_TIMED_OUT, ZK_TIMEOUT_MESSAGE)
             continue
         current = znodes.decode_topic(data)
         count = len(current.partitions)
@@ -264,7 +310,11 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
                 continue
             added = {count + i: r for i, r in enumerate(placed[p] for p in sorted(placed))}
         if not req.validate_only:
-            await zk_admin.add_partitions(cluster.zk, t.name, current, added)
+            try:
+                await zk_admin.add_partitions(cluster.zk, t.name, current, added, by)
+            except ZkUnavailableError:
+                fail(ErrorCode.REQUEST_TIMED_OUT, ZK_TIMEOUT_MESSAGE)
+                continue
         r = TopicResult(name=t.name, error_code=ErrorCode.NONE, error_message=None)
         results.append(r)
         if not req.validate_only:

@@ -19,7 +19,10 @@ fencing: a controller epoch older than the newest this broker has seen is
 STALE_CONTROLLER_EPOCH, and a broker epoch other than this broker's registration czxid
 is STALE_BROKER_EPOCH (KIP-380; -1 = unknown, accepted).  This is not security against a
 hostile client (that is what SASL/ACLs are for) but it keeps a stray tool or a deposed
-controller from rewriting the broker's view.
+controller from rewriting the broker's view.  The ``/brokers/ids/<id>`` read waits out a
+lost ZooKeeper connection (kbroker/zk_retry.py, ``zookeeper.connection.timeout.ms``): a
+LeaderAndIsr that arrived while this broker reconnected was answered UNKNOWN_SERVER_ERROR
+and its partitions' change was lost.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from cluster import znodes
 from kbroker.registry import INTER_BROKER
 from kbroker.request_context import RequestContext
+from kbroker.zk_retry import deadline, until_connected
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AlterPartitionRequest,
@@ -55,7 +59,11 @@ async def _is_registered_broker(ctx: RequestContext, broker_id: int) -> bool:
         return False
     if cluster.cache.broker(broker_id) is not None or broker_id == cluster.broker_id:
         return True
-    return await cluster.zk.exists(znodes.broker_path(broker_id)) is not None
+
+    async def read() -> bool:
+        return await cluster.zk.exists(znodes.broker_path(broker_id)) is not None
+
+    return await until_connected(read, deadline(cluster.zk), f"the registration of broker {broker_id}")
 
 
 async def _controller_request_error(ctx: RequestContext, req: Any) -> ErrorCode | None:

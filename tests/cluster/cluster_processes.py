@@ -67,12 +67,19 @@ class Cluster:
         self.admin = KazooClient(hosts=zk.connect_string, timeout=10.0)
 
     def start(self) -> Cluster:
+        """Start every broker and wait until all serve.  If that fails, the brokers are
+        killed and their output kept (``stop``) before the error goes on: a fixture whose
+        start raises never reaches its own teardown."""
         self.run_in(lambda: self.admin.start(30))  # its connection thread lives where it starts
-        for b in self.brokers.values():
-            b.start(timeout_s=60)
-        wait_until(lambda: len(self.admin.get_children(znodes.BROKER_IDS_PATH)) == len(self.brokers),
-                   "every broker registered")
-        self.wait_serving()
+        try:
+            for b in self.brokers.values():
+                b.start(timeout_s=60)
+            wait_until(lambda: len(self.admin.get_children(znodes.BROKER_IDS_PATH)) == len(self.brokers),
+                       "every broker registered")
+            self.wait_serving()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def serving(self) -> bool:

@@ -1,4 +1,5 @@
-"""kbroker.zk_client against a real ZooKeeper: broker registration and start-up failures."""
+"""kbroker.zk_client against a real ZooKeeper: broker registration, start-up failures and
+reconnection after a ZooKeeper restart."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import time
 import pytest
 
 from cluster import znodes
-from cluster.coordination import NodeExistsError
+from cluster.coordination import NodeExistsError, SessionState
 from kbroker.zk_client import ZkClient, ZkConnectionTimeoutError
-from tests.cluster.zookeeper_process import ROOT, free_port
+from tests.cluster.zookeeper_process import ROOT, ZooKeeperProcess, free_port
 
 
 def registration(broker_id: int, port: int) -> znodes.BrokerRegistration:
@@ -99,3 +100,44 @@ def test_an_unreachable_zookeeper_fails_start_after_the_connection_timeout():
         return time.monotonic() - t0
 
     assert asyncio.run(main()) >= 1.4
+
+
+def test_a_zookeeper_down_for_longer_than_the_session_timeout_is_reconnected_to_at_once_on_the_same_session(
+        tmp_path):
+    # Issue 28: kazoo's default pause between reconnection attempts doubles up to an hour;
+    # after 14 s down the next attempt came seconds after ZooKeeper was back - later than the
+    # session timeout, so the session (and the broker's registration, and the controller's
+    # CreateTopics in flight) was lost.  ZooKeeper's own client tries again within a second.
+    zk = ZooKeeperProcess(tmp_path / "zk").start()
+    try:
+        async def main() -> tuple[float, list[SessionState]]:
+            c = ZkClient(zk.connect_string, session_timeout_ms=6000, connection_timeout_ms=30000)
+            states: list[SessionState] = []
+            back = asyncio.Event()
+
+            def on_state(s: SessionState) -> None:
+                states.append(s)
+                if s is SessionState.CONNECTED:
+                    back.set()
+
+            await c.start()
+            c.add_session_listener(on_state)
+            try:
+                session = c.session_id
+                zk.stop()
+                await asyncio.sleep(14)
+                await asyncio.get_running_loop().run_in_executor(None, zk.start)
+                serving = time.monotonic()
+                await asyncio.wait_for(back.wait(), 30)
+                reconnected_after = time.monotonic() - serving
+                assert c.session_id == session
+                assert await c.exists("/") is not None
+                return reconnected_after, states
+            finally:
+                await c.close()
+
+        reconnected_after, states = asyncio.run(main())
+        assert states[:2] == [SessionState.SUSPENDED, SessionState.CONNECTED]  # never LOST
+        assert reconnected_after < 3.0
+    finally:
+        zk.stop()
