@@ -8,7 +8,9 @@ false failures.
 - delivery: each acknowledged idempotent record, and each acknowledged record of a
   transaction whose commit returned, is read back (read_committed) exactly once, at the
   partition and offset its acknowledgement named; *lost* = never read back, *duplicated* =
-  any value read at two offsets (acknowledged or not), *misplaced* = read once, elsewhere;
+  any value read at two offsets (acknowledged or not), *misplaced* = read once, elsewhere
+  (a record librdkafka acknowledged without an offset, its implicit ack, must be read once in
+  its partition);
 - aborted reads: no record of a transaction whose abort returned is ever read with
   read_committed (by the final read-back or by the group's members during the run);
   *partial transactions*: a transaction whose records are partly visible;
@@ -127,14 +129,27 @@ def check_delivery(f: Findings, idempotent: Iterable[dict], transactional: Itera
     for (topic, value), places in committed_reads.items():
         if len(set(places)) > 1:
             f.duplicated.append(f"{topic} {value!r} read at (partition, offset) {sorted(set(places))}")
+    implicit = 0
     for topic, p, o, value, txn in acked:
         places = set(committed_reads.get((topic, value), ()))
         what = f"{topic}-{p} offset {o} {value!r}" + (f" (transaction {txn})" if txn else "")
         if not places:
             in_log = uncommitted.get((topic, p, o))
             f.lost.append(what + (f"; read_uncommitted has {in_log!r} there" if txn else ""))
+        elif o is None and len(places) == 1:
+            # librdkafka's implicit ack: a retried batch whose own answer was an error
+            # (NOT_LEADER_OR_FOLLOWER) is acknowledged without an offset when a later batch
+            # of the producer succeeds, since its sequence proves the earlier one was
+            # written (rd_kafka_handle_idempotent_Produce_success -> rd_kafka_dr_implicit_ack
+            # sets no offset; against Apache Kafka too).  It must be in its partition, once.
+            implicit += 1
+            if {pl[0] for pl in places} != {p}:
+                f.misplaced.append(f"{what} (acknowledged without an offset) read at {sorted(places)}")
         elif len(places) == 1 and places != {(p, o)}:
             f.misplaced.append(f"{what} read at {sorted(places)}")
+    if implicit:
+        f.notes.append(f"acknowledged without an offset (librdkafka's implicit ack after a retried "
+                       f"batch), each read once in its partition: {implicit}")
 
     # transactions: nothing of an aborted one visible; all of one or none of it
     visible: dict[str, set[str]] = defaultdict(set)

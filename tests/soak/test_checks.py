@@ -1,9 +1,10 @@
-"""The soak's committed-offset check (tests/soak/checks.py) on member histories: what it
-fails and what it explains as a client's retry of an older commit."""
+"""The soak's checks (tests/soak/checks.py): the committed-offset check on member histories
+(what it fails and what it explains as a client's retry of an older commit) and the
+delivery check (an acknowledgement without an offset)."""
 
 from __future__ import annotations
 
-from tests.soak.checks import Findings, check_commits
+from tests.soak.checks import Findings, check_commits, check_delivery
 
 
 def _commit(seq: int, offset: int, ms: int) -> dict:
@@ -48,3 +49,35 @@ def test_a_commit_sent_after_the_fetch_explains_nothing():
     check_commits(f, "m", [_commit(2, 20, 1), _ack(2, 20, 2), _fetch(10, 3), _commit(1, 10, 4),
                            _ack(1, 10, 5)])
     assert len(f.commit_regressions) == 1
+
+
+def _delivered(o: int | None, read_at: list[tuple[int, int]]) -> Findings:
+    f = Findings()
+    acks = [{"t": "ack", "topic": "t", "p": 0, "o": 66, "v": "idem-1"},
+            {"t": "ack", "topic": "t", "p": 0, "o": o, "v": "idem-2"}]
+    reads = [{"t": "read", "iso": "read_committed", "topic": "t", "p": 0, "o": 66, "v": "idem-1"}]
+    reads += [{"t": "read", "iso": "read_committed", "topic": "t", "p": p, "o": at, "v": "idem-2"}
+              for p, at in read_at]
+    check_delivery(f, acks, [], reads, [])
+    return f
+
+
+def test_a_record_acknowledged_at_its_offset_and_read_there_passes():
+    f = _delivered(67, [(0, 67)])
+    assert (f.lost, f.misplaced, f.duplicated, f.acked_idempotent) == ([], [], [], 2)
+
+
+def test_a_record_read_elsewhere_than_its_acknowledged_offset_is_misplaced():
+    assert len(_delivered(67, [(0, 68)]).misplaced) == 1
+
+
+def test_librdkafkas_implicit_ack_without_an_offset_passes_when_read_once_in_its_partition():
+    f = _delivered(None, [(0, 67)])
+    assert (f.lost, f.misplaced, f.duplicated) == ([], [], [])
+    assert any("without an offset" in n and n.endswith(": 1") for n in f.notes)
+
+
+def test_an_offset_less_ack_read_in_another_partition_is_misplaced_and_never_read_is_lost():
+    assert len(_delivered(None, [(1, 67)]).misplaced) == 1
+    assert len(_delivered(None, []).lost) == 1
+    assert len(_delivered(None, [(0, 67), (0, 70)]).duplicated) == 1
