@@ -83,7 +83,8 @@ def test_exactly_once_while_the_transaction_and_group_coordinators_brokers_are_k
         check_exactly_once(cluster.bootstrap, "eos-in", "eos-out", PARTITIONS, N)
         # the output can be right while the transactions were not: a broker that failed the
         # worker's transactions (fatally or not) outside the kills made it start over
-        assert worker.hangs == 0, worker.describe()
+        # a librdkafka call stuck while its broker is killed (#5511) is explained by that kill
+        assert worker.unexplained_hangs() == [], worker.describe()
         assert worker.unexplained_restarts() == [], worker.describe()
         worker = None
     finally:

@@ -143,6 +143,15 @@ class EosWorker:
             return [line.rstrip() for i, line in enumerate(self.lines)
                     if line.startswith("restart ") and self._explained_by(i) is None]
 
+    def unexplained_hangs(self) -> list[str]:
+        """The hang lines no injected kill explains.  A call stuck past its timeout while the
+        broker it waits on is being killed and restarted is librdkafka's (a killed broker
+        leaves the Metadata answers, against Apache Kafka too, and librdkafka decommissions
+        it: confluentinc/librdkafka#5511, eos_worker.py); one anywhere else is not."""
+        with self._changed:
+            return [line.rstrip() for i, line in enumerate(self.lines)
+                    if line.startswith("hung ") and self._explained_by(i) is None]
+
     def report(self) -> str:
         """Kills, restarts (each with the kill explaining it, or UNEXPLAINED) and hangs."""
         with self._changed:
