@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from groups.offsets import OffsetAndMetadata
+    from groups.offset_and_metadata import OffsetAndMetadata
 
 __all__ = ["PendingTxnOffsets"]
 

@@ -42,7 +42,7 @@ Layers, top to bottom (Kafka's names, so Kafka's source stays the reference):
   durable_files.py (fsync by path; write-temp-fsync-rename of every small state file; syncfs),
   durable_batch.py (the background pass making many small state files durable at once), config.py
   (``LogConfig`` with Kafka's topic-config names and defaults, ``CleanerConfig``), files.py (naming),
-  types.py (frozen value types), errors.py (Kafka
+  types.py (frozen value types; a leaf), errors.py (Kafka
   error names), clock.py / scheduler.py (injected time, cooperative tasks).
 
 Rules

@@ -7,12 +7,19 @@ repairs by truncating at the first invalid or partial batch.
 
 I/O model: one ``O_RDWR`` descriptor per file; appends are ``os.pwrite`` at the current size
 (no seek state), reads are ``os.pread`` (thread-safe), reads for a client are
-:class:`~log.types.RecordsSlice` handles over the descriptor; :meth:`FileRecords.pin` turns one
+:class:`RecordsSlice` handles over the descriptor; :meth:`FileRecords.pin` turns one
 into a :class:`PinnedSlice` that owns a ``dup`` of the descriptor, for a ``sendfile`` that may
 run after retention or the cleaner closed and deleted the file (the dup keeps the inode and its
 bytes alive until the slice is closed).  Header scans
 read 8 KiB windows so that a run of small batches costs one syscall per window, and a large
 batch costs one small ``pread``.  Who may call: ``LogSegment`` (writes), readers via it.
+
+:class:`RecordsSlice` is the zero-copy read handle: an open file descriptor, a byte position
+and a length.  A server may ``os.sendfile(sock, slice.fileno(), slice.position, len(slice))``
+or call :meth:`RecordsSlice.read` for bytes.  The descriptor stays valid even if the segment is
+deleted by retention meanwhile, because deletion renames to ``.deleted`` and closes the file only
+after ``file.delete.delay.ms``.  A read answers a :class:`FetchDataInfo` holding one.  Both live
+here, next to the ``FileRecords`` they point into, so that log/types.py stays a leaf.
 """
 
 from __future__ import annotations
@@ -20,14 +27,15 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from log.errors import CorruptRecordError
-from log.types import LogOffsetPosition, RecordsSlice, TimestampAndOffset
+from log.types import LogOffsetMetadata, LogOffsetPosition, TimestampAndOffset
 from wire.batch_header import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header
 from wire.errors import CorruptRecordError as WireCorruptRecordError
 from wire.record_batch import RecordBatch
 
-__all__ = ["FileRecords", "PinnedSlice"]
+__all__ = ["EMPTY_RECORDS", "FetchDataInfo", "FileRecords", "PinnedSlice", "RecordsSlice"]
 
 _SCAN_WINDOW = 8192
 _INT32_MAX = (1 << 31) - 1
@@ -76,6 +84,67 @@ class PinnedSlice:
 
     def __repr__(self) -> str:
         return f"PinnedSlice({self.path}, position={self.position}, length={self.length}, fd={self.fd})"
+
+
+class RecordsSlice:
+    """(file, position, length) of whole stored batches.  Cheap to make; reads nothing."""
+
+    __slots__ = ("_file", "position", "length", "_data")
+
+    def __init__(self, file: FileRecords | None, position: int, length: int, data: bytes | None = None) -> None:
+        self._file = file
+        self.position = position
+        self.length = length
+        self._data = data   # the bytes, when the read that made the slice already has them
+
+    def __len__(self) -> int:
+        return self.length
+
+    def fileno(self) -> int:
+        if self._file is None:
+            raise ValueError("empty slice has no file")
+        return self._file.fd
+
+    @property
+    def path(self) -> str | None:
+        return None if self._file is None else self._file.path
+
+    def read(self) -> bytes:
+        """The bytes, with one ``pread`` (or an empty bytes object)."""
+        if self._data is not None:
+            return self._data
+        if self.length == 0 or self._file is None:
+            return b""
+        return os.pread(self._file.fd, self.length, self.position)
+
+    def pin(self) -> PinnedSlice | None:
+        """The same bytes on a descriptor of their own (``FileRecords.pin``), for a send that
+        may outlive the segment; None for an empty slice or a file closed meanwhile."""
+        if self.length == 0 or self._file is None:
+            return None
+        return self._file.pin(self.position, self.length)
+
+    def __repr__(self) -> str:
+        return f"RecordsSlice({self.path}, position={self.position}, length={self.length})"
+
+
+EMPTY_RECORDS = RecordsSlice(None, 0, 0)
+
+
+@dataclass(slots=True)
+class FetchDataInfo:   # one per read: not frozen (a frozen init costs ~1 us more; no one mutates it)
+    """Result of a read: where the fetch started and the records found (maybe empty)."""
+
+    fetch_offset_metadata: LogOffsetMetadata
+    records: RecordsSlice
+    first_entry_incomplete: bool = False
+    # read_committed reads only: the aborted transactions (log.txn_index.AbortedTxn) that
+    # overlap the records read (None for other isolation levels)
+    aborted_transactions: list | None = None
+    # (base offset, file position) of the batch right after the records, when the read
+    # stopped at its size limit with more batches below the bound: where the next fetch of
+    # this partition starts (LocalLog's read hint)
+    next_batch: tuple[int, int] | None = None
 
 
 class FileRecords:

@@ -31,6 +31,7 @@ from log.clock import Clock
 from log.config import LogConfig
 from log.durable_files import fsync_path
 from log.errors import KafkaStorageError, OffsetOutOfRangeError
+from log.file_records import EMPTY_RECORDS, FetchDataInfo
 from log.files import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -43,7 +44,7 @@ from log.files import (
 from log.scheduler import Scheduler
 from log.segment import LogSegment
 from log.segments import LogSegments
-from log.types import EMPTY_RECORDS, FetchDataInfo, LogOffsetMetadata
+from log.types import LogOffsetMetadata
 
 __all__ = ["LocalLog"]
 

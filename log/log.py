@@ -64,6 +64,7 @@ from log.errors import (
     RecordBatchTooLargeError,
     UnexpectedAppendOffsetError,
 )
+from log.file_records import FetchDataInfo
 from log.files import DELETED_FILE_SUFFIX, parse_topic_partition_name
 from log.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from log.loader import LogLoader
@@ -77,7 +78,6 @@ from log.segment import LogSegment
 from log.segments import LogSegments
 from log.txn_index import AbortedTxn
 from log.types import (
-    FetchDataInfo,
     LogAppendInfo,
     LogOffsetMetadata,
     OffsetPosition,

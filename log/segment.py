@@ -26,17 +26,14 @@ from log.clock import Clock
 from log.config import LogConfig
 from log.control_batch import control_record_type
 from log.errors import CorruptRecordError, LogSegmentOffsetOverflowError
-from log.file_records import FileRecords
+from log.file_records import EMPTY_RECORDS, FetchDataInfo, FileRecords, RecordsSlice
 from log.files import log_file, offset_index_file, time_index_file, txn_index_file
 from log.index import OffsetIndex, TimeIndex
 from log.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
 from log.types import (
-    EMPTY_RECORDS,
-    FetchDataInfo,
     LogOffsetMetadata,
     LogOffsetPosition,
     OffsetPosition,
-    RecordsSlice,
     TimestampAndOffset,
     TimestampOffset,
 )
