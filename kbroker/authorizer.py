@@ -82,7 +82,32 @@ class AclStore(Protocol):
     def close(self) -> None: ...
 
 
+class AllowAll:
+    """No ``authorizer.class.name``: every principal may do everything (the null object of
+    the ``Authorizer`` port, kbroker/services.py).  ``configured`` is False, which the ACL
+    admin APIs answer with SECURITY_DISABLED and which lets handlers skip filtering work."""
+
+    __slots__ = ()
+    configured = False
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str,
+                  ) -> bool:
+        return True
+
+    def authorize_by_resource_type(self, principal: str, host: str, operation: int,
+                                   resource_type: int) -> bool:
+        return True
+
+    def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
+        return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type])
+
+
+ALLOW_ALL = AllowAll()
+
+
 class AclAuthorizer:
+    configured = True   # the Authorizer port (kbroker/services.py); AllowAll's is False
+
     def __init__(self, store: AclStore, super_users: list[str], allow_if_no_acl: bool) -> None:
         self.store = store
         self.super_users = frozenset(super_users)

@@ -42,7 +42,9 @@ from kbroker.cluster_runtime import ClusterRuntime
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
 from kbroker.listeners import ListenerSpec, build_listeners
+from kbroker.services import Services
 from kbroker.tasks import cancel_and_wait, finish_loop
+from kbroker.wiring import build_services
 
 log = logging.getLogger("kbroker")
 
@@ -66,6 +68,7 @@ class Broker:
         self._background: BackgroundWorker | None = None
         self._cleaner: CleanerProcesses | None = None
         self.cluster: ClusterRuntime | None = None
+        self.services: Services | None = None
         self.host = ""
         self.port = 0
         self.metrics_server: Any = None   # kbroker/metrics_server.py, when kbroker.metrics.port is set
@@ -95,6 +98,11 @@ class Broker:
                 await self.cluster.stop()
                 self.cluster = None
             raise
+        if self.cluster is not None:
+            self.cluster.attach(self.state)
+            self.state.cluster = self.cluster
+        # the ports every request reaches the broker through, built once (kbroker/wiring.py)
+        self.services = build_services(self.state, self.cluster)
         listener = self.config.listeners[0]
         try:
             await self._listen(loop, specs)
@@ -105,9 +113,8 @@ class Broker:
         self.port = self.state.bound_ports[listener.name]
         self.state.bound_port = self.port
         if self.cluster is not None:
-            self.state.cluster = self.cluster
             try:
-                await self.cluster.start(self.state)
+                await self.cluster.start()
             except BaseException:
                 await self.stop_async()
                 raise
@@ -132,7 +139,7 @@ class Broker:
         self._listener_specs = specs
         for spec in specs:
             server = await loop.create_server(
-                lambda spec=spec: KafkaConnection(self.state, spec),  # type: ignore[arg-type]
+                lambda spec=spec: KafkaConnection(self.state, spec, self.services),  # type: ignore[arg-type]
                 host=spec.bind_host, port=spec.port, reuse_address=True, backlog=1024,
                 ssl=spec.ssl_context,
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if spec.ssl_context is not None else None,

@@ -18,12 +18,13 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kbroker.authorizer import AclAuthorizer, build_authorizer
+from kbroker.catalog import TopicInfo
 from kbroker.config import BrokerConfig
 from kbroker.dynamic_broker_configs import DynamicBrokerConfigs
+from kbroker.fetch_session import FetchSessionCache
 from kbroker.fetch_waiters import FetchWaiters
 from kbroker.group_service import GroupService
 from kbroker.partition import LEADER_EPOCH, Partition
@@ -48,13 +49,6 @@ if TYPE_CHECKING:
     from kbroker.connection import KafkaConnection
 
 log = logging.getLogger("kbroker.state")
-
-
-@dataclass(slots=True)
-class TopicInfo:
-    name: str
-    partitions: int
-    internal: bool
 
 
 def new_cluster_id() -> str:
@@ -107,6 +101,10 @@ class BrokerState:
         self.topic_ids = TopicIds(create=not static_config.cluster_mode)
         self.topic_ids.load(self.log_manager.snapshot())
         self.fetch_waiters = FetchWaiters()
+        # incremental fetch sessions (KIP-227; Kafka's max.incremental.fetch.session.cache.slots,
+        # min.incremental.fetch.session.eviction.ms), kbroker/fetch_session.py
+        self.fetch_sessions = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]),
+                                                int(config["min.incremental.fetch.session.eviction.ms"]))
         self.topics: dict[str, TopicInfo] = {}
         self.partitions: dict[tuple[str, int], Partition] = {}
         # creations under way, their logs opened off the event loop (kbroker/topic_creation.py)

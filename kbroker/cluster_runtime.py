@@ -128,13 +128,25 @@ class ClusterRuntime:
         finally:
             await bare.close()
 
-    async def start(self, state: BrokerState) -> None:
-        """Register this broker and start the controller runner (the listener is bound)."""
+    def attach(self, state: BrokerState) -> None:
+        """Build what serves requests in cluster mode (the replica manager, the config
+        listener, cluster-wide producer ids), on the loop, after the logs are loaded and
+        before the listeners accept anything: the broker's ports (kbroker/wiring.py) are
+        built from these once.  Nothing here talks to ZooKeeper yet; :meth:`start` does."""
         self.state = state
         self.cache.min_insync_replicas = lambda topic: state.topic_configs.config_for(topic).min_insync_replicas
         self.replicas = ReplicaManager(state, self.cache, self.zk)
         self.replicas.on_offsets_leadership = state.groups.offsets_leadership
         self.replicas.on_txn_leadership = state.txns.txn_leadership
+        # ids unique cluster-wide; generate() answers ProducerIdsNotReady until start()
+        # has claimed the first block
+        state.producer_ids = ZkProducerIdManager(self.zk, self.broker_id)
+        self.configs = ConfigChangeListener(state, self.zk)
+
+    async def start(self) -> None:
+        """Register this broker and start the controller runner (the listener is bound)."""
+        state = self.state
+        assert state is not None and self.configs is not None, "attach() comes first"
         # every listener's advertised endpoint (Kafka registers them all); clients get the one
         # of the listener they came on, brokers the inter-broker listener's
         protocols = protocol_map(state.config)
@@ -145,11 +157,8 @@ class ClusterRuntime:
             self.broker_id, endpoints,
             rack=state.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
         self.broker_epoch = await self.zk.register_broker(self._registration)
-        producer_ids = ZkProducerIdManager(self.zk, self.broker_id)  # ids unique cluster-wide
-        producer_ids.start()
-        state.producer_ids = producer_ids
+        state.producer_ids.start()
         self.zk.add_session_listener(self._on_session)
-        self.configs = ConfigChangeListener(state, self.zk)
         await self.configs.start()
         await start_acls_in_cluster(state)   # ACLs live in ZooKeeper (kbroker/acl_zk_store.py)
         self.runner.start()

@@ -82,6 +82,7 @@ from wire.schema import REQUESTS
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
     from kbroker.listeners import ListenerSpec
+    from kbroker.services import Services
 
 log = logging.getLogger("kbroker.connection")
 
@@ -105,8 +106,10 @@ class _Slot:
 
 
 class KafkaConnection(RawSender, asyncio.Protocol):
-    def __init__(self, state: BrokerState, listener: ListenerSpec | None = None):
+    def __init__(self, state: BrokerState, listener: ListenerSpec | None = None,
+                 services: Services | None = None):
         self.state = state
+        self.services = services   # every request's ports (kbroker/services.py)
         # Who is on the other end (kbroker/listeners.py): every request's context carries
         # these.  ``_auth`` is the SASL state machine (kbroker/sasl_authenticator.py) while
         # it has work (until authenticated, or for the session with KIP-368 re-auth): a
@@ -234,7 +237,8 @@ class KafkaConnection(RawSender, asyncio.Protocol):
                 waiting.set_result(None)
         ctx = RequestContext(key, version, header.correlation_id, header.client_id, self.state, self.peer,
                              self.principal, self.listener_name,
-                             partial(self._request_after, self._requests) if key == FETCH else None)
+                             partial(self._request_after, self._requests) if key == FETCH else None,
+                             services=self.services)
         if not entry.min_version <= version <= entry.max_version:
             if key == API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with error 35 in the v0 layout.

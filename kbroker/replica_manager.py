@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from cluster import znodes
 from cluster.coordination import NoNodeError
 from cluster.partition_state import IsrProposal
-from kbroker.broker_state import TopicInfo
+from kbroker.catalog import TopicInfo
 from kbroker.delayed_produce import DelayedProduces
 from kbroker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from kbroker.tasks import TaskSet, cancel_and_wait, task_name
@@ -97,6 +97,17 @@ class ReplicaManager:
 
     def _spawn(self, coro: Any) -> None:
         self._tasks.spawn(coro)
+
+    # -- the Replicas port (kbroker/services.py) --------------------------------------------
+
+    @property
+    def replicated(self) -> bool:
+        return True
+
+    def wait_for_acks(self, required: dict[tuple[str, int], int],
+                      timeout_ms: int) -> Awaitable[dict[tuple[str, int], ErrorCode]]:
+        """acks=all: parked until each partition's HW reaches its offset (kbroker/delayed_produce.py)."""
+        return self.delayed_produce.wait(required, timeout_ms)
 
     # -- routing -------------------------------------------------------------------------
 
@@ -193,7 +204,7 @@ class ReplicaManager:
                 info.partitions = max(info.partitions, tp[1] + 1)
                 if t.topic_id != ZERO_UUID:
                     try:   # Kafka's hasConsistentTopicId check: the log keeps its id
-                        partition.log.assign_topic_id(t.topic_id)
+                        partition.assign_topic_id(t.topic_id)
                     except InconsistentTopicIdError as e:
                         log.error("LeaderAndIsr for %s-%d refused: %s", tp[0], tp[1], e)
                         errors[tp] = ErrorCode.INCONSISTENT_TOPIC_ID

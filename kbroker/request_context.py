@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
+    from kbroker.services import Services
 
 
 @dataclass(slots=True)
@@ -32,6 +33,9 @@ class RequestContext:
     # ``took_effect()`` that everything it changes is changed and only its answer waits.
     effected: bool = False
     on_effect: Callable[[], None] | None = None   # set by the connection while it holds
+    # The ports a handler reaches the broker through (kbroker/services.py).  ``broker``
+    # goes once every handler reads ``services`` instead.
+    services: Services | None = None
 
     def took_effect(self) -> None:
         """Every effect of this request has happened (appended, committed, changed); only

@@ -140,7 +140,7 @@ class SaslAuthenticator:
     def _ctx(self, header, version: int) -> RequestContext:  # noqa: ANN001
         return RequestContext(header.request_api_key, version, header.correlation_id,
                               header.client_id, self.conn.state, self.conn.peer,
-                              listener_name=self.spec.name)
+                              listener_name=self.spec.name, services=self.conn.services)
 
     def _handshake(self, header, version: int, mechanism: str) -> None:  # noqa: ANN001
         ctx = self._ctx(header, version)

@@ -44,12 +44,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from kbroker.catalog import TopicInfo
 from kbroker.topic_names import is_internal
 from log.errors import KafkaStorageError
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from kbroker.broker_state import BrokerState, TopicInfo
+    from kbroker.broker_state import BrokerState
     from kbroker.partition import Partition
 
 log = logging.getLogger("kbroker.state")
@@ -116,7 +117,6 @@ class TopicCreations:
         return task
 
     async def _create(self, name: str, count: int) -> TopicInfo:
-        from kbroker.broker_state import TopicInfo  # noqa: PLC0415 - broker_state imports this module
         try:
             await self.open_partitions([(name, index) for index in range(count)], undo_on_failure=True)
         except Exception:

@@ -1,0 +1,141 @@
+"""``Services``: the narrow, named services a request handler may use, built once at start-up.
+
+Theory of operation.  A handler is a function ``(ctx, request)``; ``ctx.services`` is its
+only way into the broker.  Each field is a *port*: a ``Protocol`` naming just what handlers
+call, so a handler module depends on this file and on value types, never on the objects that
+implement the ports (``BrokerState``, ``ClusterRuntime``, ``ReplicaManager``, the
+coordinators' adapters).  The composition root (kbroker/wiring.py) builds one ``Services``
+per broker after the logs are loaded and before the listeners accept anything, and hands it
+to every connection; it never changes afterwards (frozen).  A port whose answer changes over
+time (the effective config after AlterConfigs, a metadata snapshot) is an object that is
+read per request, not a value copied in here.
+
+Single node and ZooKeeper mode are two implementations of the same ports.  Where a mode has
+nothing to do, a null object stands in instead of ``None``: ``AllowAll`` when no
+``authorizer.class.name`` is set, ``LocalReplicas`` (this broker leads every partition it
+has; an acks=all wait returns at once), so that handlers carry no "which mode am I in"
+branches and no ``getattr(state, ..., None)`` guards.  This is Redpanda's per-handler
+``request_context`` accessors, and Tansu's trait-typed state, in Python.
+
+Implementations satisfy the ``Protocol``s structurally: nothing that implements a port
+imports this module, so the one-way import rule holds (handlers -> services -> value types).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kbroker.catalog import TopicInfo
+    from kbroker.config import BrokerConfig
+    from kbroker.metadata_view import MetadataView
+    from kbroker.partition import Partition
+    from wire.error_codes import ErrorCode
+
+TopicPartition = tuple[str, int]
+
+
+class ConfigView(Protocol):
+    """This broker's configuration.  ``config`` is the effective one (static file plus
+    dynamic broker configs) and is replaced when AlterConfigs changes a broker level: read it
+    per request, never keep it."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def static_config(self) -> BrokerConfig: ...
+
+    def advertised_address(self, listener_name: str | None = None) -> tuple[str, int]:
+        """Host and port clients should connect to on ``listener_name`` (default the first)."""
+        ...
+
+
+class TopicCatalog(Protocol):
+    """Which topics and partitions this broker holds (single node: every topic; cluster
+    mode: the partitions the controller assigned here)."""
+
+    @property
+    def topics(self) -> Mapping[str, TopicInfo]: ...
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        """The local partition, or None when this broker holds no replica of it."""
+        ...
+
+    def topic_being_deleted(self, name: str) -> bool: ...
+
+
+class Replicas(Protocol):
+    """Who leads what, and the wait of acks=all (Kafka's ``ReplicaManager``)."""
+
+    @property
+    def replicated(self) -> bool:
+        """True in cluster mode (partitions have followers; acks=all waits for the ISR)."""
+        ...
+
+    def leader_error(self, topic: str, index: int) -> ErrorCode | None:
+        """None when this broker may serve ``topic-index`` as its leader, else the error a
+        client gets (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).  A single node leads
+        every partition it holds: None (whether the partition exists is the caller's check)."""
+        ...
+
+    def follower_partition(self, topic: str, index: int) -> Partition | None:
+        """The local partition when this broker follows it (consumer fetch from a follower,
+        KIP-392); always None on a single node."""
+        ...
+
+    def wait_for_acks(self, required: dict[TopicPartition, int],
+                      timeout_ms: int) -> Awaitable[dict[TopicPartition, ErrorCode]]:
+        """acks=all: complete when each partition's high watermark reaches the offset given
+        (Kafka's DelayedProduce), answering each with NONE or its error; at once with NONE for
+        all on a single node, where the high watermark moves with the append."""
+        ...
+
+
+class Authorizer(Protocol):
+    """``authorizer.class.name`` (kbroker/authorizer.py), or ``AllowAll`` when unset.
+    ``configured`` is False only for the null object: the ACL admin APIs then answer
+    SECURITY_DISABLED, as Kafka does without an authorizer."""
+
+    @property
+    def configured(self) -> bool: ...
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool: ...
+
+    def authorize_by_resource_type(self, principal: str, host: str, operation: int, resource_type: int) -> bool: ...
+
+    def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int: ...
+
+
+class MetadataSource(Protocol):
+    """A consistent view of topics, partitions and brokers for one request
+    (kbroker/metadata_view.py): take one per request, never keep it."""
+
+    def view(self) -> MetadataView: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """What handlers may reach.  Fields typed ``Any`` are ports whose ``Protocol`` is still
+    being narrowed (their handlers are converted one by one); the rest are final."""
+
+    node_id: int
+    cluster_id: str
+    config: ConfigView
+    catalog: TopicCatalog
+    replicas: Replicas
+    metadata: MetadataSource
+    authorizer: Authorizer
+    groups: Any               # kbroker/group_service.py
+    txns: Any                 # kbroker/txn_service.py
+    producer_ids: Any         # generate() -> int (kbroker/producer_ids.py)
+    quotas: Any               # kbroker/quotas.py
+    scram: Any                # kbroker/scram_credentials.py
+    fetch_waiters: Any        # kbroker/fetch_waiters.py
+    fetch_sessions: Any       # kbroker/fetch_session.py FetchSessionCache
+    # ZooKeeper mode's runtime (kbroker/cluster_runtime.py), None on a single node: the
+    # ports still reached through it (topic and config admin, the controller) are being
+    # split out into ports of their own with null objects; no new handler code uses it
+    cluster: Any = None

@@ -1,0 +1,58 @@
+"""The composition root's one job for requests: build the broker's ``Services``
+(kbroker/services.py) from the objects that implement its ports, once, at start-up.
+
+Single node: the state's stores, ``LocalReplicas`` (leads everything, acks=all returns at
+once), the single-node metadata view, ``AllowAll`` when no authorizer is configured.
+Cluster mode: the same stores, the runtime's ``ReplicaManager`` and its metadata cache's view.
+Called after ``ClusterRuntime.attach`` (the replica manager and the cluster-wide producer ids
+exist) and before the listeners accept a connection.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kbroker.authorizer import ALLOW_ALL
+from kbroker.local_replicas import LocalReplicas
+from kbroker.metadata_view import MetadataView, metadata_view
+from kbroker.services import Services
+
+if TYPE_CHECKING:
+    from kbroker.broker_state import BrokerState
+    from kbroker.cluster_runtime import ClusterRuntime
+
+__all__ = ["build_services"]
+
+
+class _StateMetadata:
+    """The ``MetadataSource`` port: one view per request over the broker's mode."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: BrokerState) -> None:
+        self._state = state
+
+    def view(self) -> MetadataView:
+        return metadata_view(self._state)
+
+
+def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) -> Services:
+    replicas = cluster.replicas if cluster is not None else LocalReplicas()
+    assert replicas is not None, "ClusterRuntime.attach() builds the replica manager first"
+    return Services(
+        node_id=state.node_id,
+        cluster_id=state.cluster_id,
+        config=state,
+        catalog=state,
+        replicas=replicas,
+        metadata=_StateMetadata(state),
+        authorizer=state.authorizer if state.authorizer is not None else ALLOW_ALL,
+        groups=state.groups,
+        txns=state.txns,
+        producer_ids=state.producer_ids,
+        quotas=state.quotas,
+        scram=state.scram_credentials,
+        fetch_waiters=state.fetch_waiters,
+        fetch_sessions=state.fetch_sessions,
+        cluster=cluster,
+    )
