@@ -135,6 +135,12 @@ class Services:
     scram: Any                # kbroker/scram_credentials.py
     fetch_waiters: Any        # kbroker/fetch_waiters.py
     fetch_sessions: Any       # kbroker/fetch_session.py FetchSessionCache
+    # ports being split out of the mode branches in handlers (each becomes a Protocol above,
+    # with a single-node and a ZooKeeper implementation built by kbroker/wiring.py):
+    topic_admin: Any = None    # CreateTopics / DeleteTopics / CreatePartitions
+    config_admin: Any = None   # AlterConfigs / IncrementalAlterConfigs, client quotas, SCRAM
+    coordinators: Any = None   # FindCoordinator: where a group's / transactional id's coordinator is
+    controller: Any = None     # elections, reassignments, controlled shutdown; NoController alone
     # ZooKeeper mode's runtime (kbroker/cluster_runtime.py), None on a single node: the
     # ports still reached through it (topic and config admin, the controller) are being
     # split out into ports of their own with null objects; no new handler code uses it

@@ -1,0 +1,44 @@
+"""Fakes of the ports handlers reach the broker through (kbroker/services.py).
+
+``services(**ports)`` builds a ``Services`` whose every port is a null object or an empty
+stand-in unless the test names it: a handler test passes only the ports its handler uses,
+and a handler that reaches for another one fails loudly (``Missing``) instead of the test
+growing a ``SimpleNamespace`` of the whole broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.authorizer import ALLOW_ALL
+from kbroker.local_replicas import LocalReplicas
+from kbroker.request_context import RequestContext
+from kbroker.services import Services
+
+
+class Missing:
+    """A port the test did not provide: any use of it is a test bug, named."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        raise AssertionError(f"the handler used services.{self._name}.{attr}, which this test does not fake")
+
+
+def services(**ports: Any) -> Services:
+    fields: dict[str, Any] = {
+        "node_id": 1, "cluster_id": "test-cluster", "replicas": LocalReplicas(), "authorizer": ALLOW_ALL,
+        "cluster": None,
+    }
+    for name in Services.__dataclass_fields__:
+        fields.setdefault(name, Missing(name))
+    fields.update(ports)
+    return Services(**fields)
+
+
+def context(api_key: int, api_version: int, svc: Services, *, principal: str = "User:ANONYMOUS",
+            peer: str = "127.0.0.1:5000", listener_name: str = "PLAINTEXT", broker: Any = None) -> RequestContext:
+    """A request's context over ``svc`` (``broker`` only while handlers still read it)."""
+    return RequestContext(api_key, api_version, 1, "test-client", broker, peer, principal, listener_name,
+                          services=svc)
