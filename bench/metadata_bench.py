@@ -42,6 +42,7 @@ from kbroker.config import BrokerConfig
 from kbroker.metadata_cache import MetadataCache
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.wiring import build_services
 from wire.codec import encode_parts
 from wire.messages import ListOffsetsRequest, MetadataRequest, UpdateMetadataRequest
 
@@ -68,7 +69,7 @@ def _one_list_offsets(index: int) -> ListOffsetsRequest:
 
 def _timed(state: Any, key: int, version: int, req: Any) -> tuple[float, float]:
     """(handler CPU s, encode CPU s) of one request."""
-    ctx = RequestContext(key, version, 1, "bench", state, "127.0.0.1:5000")
+    ctx = RequestContext(key, version, 1, "bench", state, "127.0.0.1:5000", services=build_services(state, state.cluster))
     t0 = time.thread_time()
     resp = REGISTRY.get(key).handler(ctx, req)
     t1 = time.thread_time()
@@ -107,8 +108,10 @@ def _one_leader_moved(r: int) -> UpdateMetadataRequest:
 def _cluster_state(config: BrokerConfig) -> Any:
     """The parts of a cluster-mode BrokerState that Metadata reads."""
     cache = MetadataCache(broker_id=1)
-    runtime = SimpleNamespace(cache=cache, controller_id=1, zk=None)
+    runtime = SimpleNamespace(cache=cache, controller_id=1, zk=None, replicas=SimpleNamespace())  # Metadata reads no replicas
     return SimpleNamespace(config=config, cluster=runtime, cluster_id="bench-cluster", authorizer=None,
+                           groups=None, txns=None, producer_ids=None, quotas=None, scram_credentials=None,
+                           fetch_waiters=None, fetch_sessions=None,
                            node_id=1)
 
 

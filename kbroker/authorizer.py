@@ -278,10 +278,9 @@ def client_host(peer: str) -> str:
 
 # ---------------------------------------------------------------- what handlers call
 def authorize(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
-    """May this request's principal do ``operation`` on the resource?  True at once when no
-    authorizer is configured."""
-    a = getattr(ctx.broker, "authorizer", None)   # test doubles of the state may lack it
-    return a is None or a.authorize(ctx.principal, client_host(ctx.peer), operation, resource_type, name)
+    """May this request's principal do ``operation`` on the resource?  (Always, with no
+    authorizer configured: ``AllowAll``.)"""
+    return ctx.services.authorizer.authorize(ctx.principal, client_host(ctx.peer), operation, resource_type, name)
 
 
 def authorize_cluster(ctx: RequestContext, operation: int) -> bool:
@@ -289,18 +288,14 @@ def authorize_cluster(ctx: RequestContext, operation: int) -> bool:
 
 
 def authorize_any(ctx: RequestContext, operation: int, resource_type: int) -> bool:
-    a = getattr(ctx.broker, "authorizer", None)   # test doubles of the state may lack it
-    return a is None or a.authorize_by_resource_type(ctx.principal, client_host(ctx.peer),
-                                                     operation, resource_type)
+    return ctx.services.authorizer.authorize_by_resource_type(ctx.principal, client_host(ctx.peer),
+                                                              operation, resource_type)
 
 
 def authorized_operations(ctx: RequestContext, resource_type: int, name: str) -> int:
     """The authorized_operations bit field of a response (every supported operation when
     no authorizer is configured)."""
-    a = getattr(ctx.broker, "authorizer", None)   # test doubles of the state may lack it
-    if a is None:
-        return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type])
-    return a.authorized_operations(ctx.principal, client_host(ctx.peer), resource_type, name)
+    return ctx.services.authorizer.authorized_operations(ctx.principal, client_host(ctx.peer), resource_type, name)
 
 
 def build_authorizer(config: Any, log_dir: str) -> AclAuthorizer | None:

@@ -44,6 +44,7 @@ from kbroker.authorizer import AclAuthorizer, build_authorizer, client_host, par
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.handlers.acls_admin import handle_create_acls, handle_delete_acls, handle_describe_acls
 from kbroker.request_context import RequestContext
+from tests.kbroker.fakes import context, services
 from wire.error_codes import ErrorCode
 from wire.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
@@ -226,7 +227,8 @@ def test_client_host_drops_the_port():
 
 # ---------------------------------------------------------------- the admin APIs
 def ctx(authorizer, principal: str = "User:admin", version: int = 3) -> RequestContext:
-    return RequestContext(29, version, 1, "c", SimpleNamespace(authorizer=authorizer), "127.0.0.1:4000", principal)
+    return context(29, version, services(authorizer=authorizer), principal=principal, peer="127.0.0.1:4000",
+                   broker=SimpleNamespace(authorizer=authorizer))
 
 
 def run(result):

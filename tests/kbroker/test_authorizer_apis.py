@@ -30,6 +30,7 @@ from kbroker.broker_state import BrokerState
 from kbroker.config import BrokerConfig
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.wiring import build_services
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AddPartitionsToTxnRequest,
@@ -67,7 +68,8 @@ def grant(s: BrokerState, *acls: tuple) -> None:
 
 
 def call(state: BrokerState, key: int, version: int, req, principal: str = ALICE):
-    ctx = RequestContext(key, version, 1, "client", state, "127.0.0.1:5000", principal)
+    ctx = RequestContext(key, version, 1, "client", state, "127.0.0.1:5000", principal,
+                         services=build_services(state))
     result = REGISTRY.get(key).handler(ctx, req)
     if inspect.isawaitable(result):
         async def wait():

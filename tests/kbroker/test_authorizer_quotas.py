@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from kbroker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from kbroker.quotas import DEFAULT, FETCH, FILE_NAME, PRODUCE, QuotaManager, Rate
 from kbroker.request_context import RequestContext
+from tests.kbroker.fakes import services
 from wire.error_codes import ErrorCode
 from wire.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
@@ -86,7 +87,7 @@ def test_quotas_survive_a_restart_as_kafkas_entity_paths(tmp_path):
 
 
 def ctx(quotas) -> RequestContext:
-    return RequestContext(49, 1, 1, "c", SimpleNamespace(quotas=quotas), "127.0.0.1:1")
+    return RequestContext(49, 1, 1, "c", SimpleNamespace(quotas=quotas), "127.0.0.1:1", services=services(quotas=quotas))
 
 
 def alter(quotas, entries, validate_only=False):
@@ -228,7 +229,7 @@ def test_apply_quotas_counts_produce_and_consumer_fetch_record_bytes_and_exempts
 
     def ctx_for(key: int) -> RequestContext:
         return RequestContext(key, 9 if key == 0 else 12, 1, "app", SimpleNamespace(quotas=q), "127.0.0.1:1",
-                              "User:alice")
+                              "User:alice", services=services(quotas=q))
 
     P = ProduceRequest
     produce = P(acks=1, timeout_ms=1000, topic_data=[P.TopicProduceData(name="t", partition_data=[

@@ -11,6 +11,7 @@ from log.clock import ManualClock
 from log.config import LogConfig
 from log.log import Log
 from log.scheduler import Scheduler
+from tests.kbroker.fakes import services
 from wire.error_codes import ErrorCode
 from wire.headers import decode_response, encode_response
 from wire.messages import ProduceRequest, ProduceResponse
@@ -39,7 +40,9 @@ def _produce(tmp_path, version: int, records: bytes):
                    clock, Scheduler(clock))
     req = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
         name="compacted", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=memoryview(bytearray(records)))])])
-    ctx = RequestContext(api_key=0, api_version=version, correlation_id=1, client_id="t", broker=_State(log))
+    state = _State(log)
+    ctx = RequestContext(api_key=0, api_version=version, correlation_id=1, client_id="t", broker=state,
+                         services=services(catalog=state))
     resp = handle_produce(ctx, req)
     # what the client decodes from the wire
     frame = b"".join(bytes(p) for p in encode_response(resp, version, 1))[4:]
