@@ -18,6 +18,7 @@ import itertools
 import ssl
 from dataclasses import dataclass
 
+from kbroker.client.sasl import PlainClient, SaslClientError, ScramClient
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.listeners import (
     SASL_PROTOCOLS,
@@ -26,7 +27,6 @@ from kbroker.listeners import (
     listener_setting,
     protocol_map,
 )
-from kbroker.sasl_client import PlainClient, SaslClientError, ScramClient
 from wire.headers import decode_response, encode_request
 from wire.messages import (
     SaslAuthenticateRequest,

@@ -19,13 +19,13 @@ one writer of that znode); the file is then each broker's mirror.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import os
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+# the SCRAM functions both sides compute with (the broker's own SCRAM client is there too)
+from kbroker.client.sasl import hash_digest, hmac_digest, salted_password
 from kbroker.json_file import JsonFileWriter, read_json
 
 # mechanism name -> (hashlib name, AlterUserScramCredentials' mechanism id)
@@ -54,18 +54,6 @@ class ScramCredential:
         d = base64.b64decode
         return cls(d(fields["salt"]), d(fields["stored_key"]), d(fields["server_key"]),
                    int(fields["iterations"]))
-
-
-def hmac_digest(mechanism: str, key: bytes, data: bytes) -> bytes:
-    return hmac.new(key, data, MECHANISMS[mechanism][0]).digest()
-
-
-def hash_digest(mechanism: str, data: bytes) -> bytes:
-    return hashlib.new(MECHANISMS[mechanism][0], data).digest()
-
-
-def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    return hashlib.pbkdf2_hmac(MECHANISMS[mechanism][0], password.encode(), salt, iterations)
 
 
 def credential_from_salted(mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:

@@ -142,8 +142,8 @@ def test_a_certificate_subject_is_written_as_javas_rfc_2253_name_and_mapped_by_t
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_the_brokers_own_scram_client_logs_in_to_the_scram_server_and_checks_its_signature(mechanism):
-    from kbroker.sasl_client import SaslClientError
-    from kbroker.sasl_client import ScramClient as Client
+    from kbroker.client.sasl import SaslClientError
+    from kbroker.client.sasl import ScramClient as Client
 
     store = ScramCredentialStore(None)
     store.apply([("broker,1", mechanism, credential_from_password(mechanism, "pw", 4096))])
