@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from cluster.controller import ElectionOutcome, ElectionType
     from kbroker.catalog import TopicInfo
     from kbroker.config import BrokerConfig
     from kbroker.metadata_view import MetadataView
@@ -59,6 +60,11 @@ class TopicCatalog(Protocol):
 
     @property
     def topics(self) -> Mapping[str, TopicInfo]: ...
+
+    @property
+    def partitions(self) -> Mapping[TopicPartition, Partition]:
+        """Every partition whose log is open here."""
+        ...
 
     def partition(self, topic: str, index: int) -> Partition | None:
         """The local partition, or None when this broker holds no replica of it."""
@@ -116,6 +122,30 @@ class MetadataSource(Protocol):
     def view(self) -> MetadataView: ...
 
 
+class Controller(Protocol):
+    """The cluster controller's admin operations, as the broker a client asked sees them
+    (Kafka answers ElectLeaders and the reassignment APIs on the controller only).  A single
+    node is its own controller (kbroker/local_controller.py); in ZooKeeper mode this broker's
+    controller runner, NOT_CONTROLLER when another broker is it (kbroker/zk_controller.py)."""
+
+    def elect_leaders(self, requested: list[TopicPartition] | None, election_type: ElectionType,
+                      timeout_s: float) -> Awaitable[dict[TopicPartition, ElectionOutcome]]:
+        """Per partition (``None``: every partition the metadata knows), its outcome; NONE
+        only once this broker's metadata shows the elected leader (REQUEST_TIMED_OUT after
+        ``timeout_s``), NOT_CONTROLLER for all when this broker is not the controller."""
+        ...
+
+    def alter_partition_reassignments(self, targets: dict[TopicPartition, tuple[int, ...] | None], timeout_s: float
+                                      ) -> Awaitable[tuple[ErrorCode, dict[TopicPartition, tuple[int, str | None]]]]:
+        """(top-level error, per partition (error, message)); ``None`` target: cancel."""
+        ...
+
+    def list_partition_reassignments(self, partitions: frozenset[TopicPartition] | None, timeout_s: float
+                                     ) -> Awaitable[tuple[ErrorCode, dict[TopicPartition, Any]]]:
+        """(top-level error, ongoing reassignments: replicas / adding / removing)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """What handlers may reach.  Fields typed ``Any`` are ports whose ``Protocol`` is still
@@ -140,7 +170,7 @@ class Services:
     topic_admin: Any = None    # CreateTopics / DeleteTopics / CreatePartitions
     config_admin: Any = None   # AlterConfigs / IncrementalAlterConfigs, client quotas, SCRAM
     coordinators: Any = None   # FindCoordinator: where a group's / transactional id's coordinator is
-    controller: Any = None     # elections, reassignments, controlled shutdown; NoController alone
+    controller: Controller | None = None   # elections and reassignments (set by kbroker/wiring.py)
     # ZooKeeper mode's runtime (kbroker/cluster_runtime.py), None on a single node: the
     # ports still reached through it (topic and config admin, the controller) are being
     # split out into ports of their own with null objects; no new handler code uses it

@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kbroker.authorizer import ALLOW_ALL
+from kbroker.local_controller import LocalController
 from kbroker.local_replicas import LocalReplicas
 from kbroker.metadata_view import MetadataView, metadata_view
 from kbroker.services import Services
+from kbroker.zk_controller import ZkController
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -55,4 +57,6 @@ def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) ->
         fetch_waiters=state.fetch_waiters,
         fetch_sessions=state.fetch_sessions,
         cluster=cluster,
+        controller=(ZkController(cluster.runner, cluster.cache) if cluster is not None
+                    else LocalController(state.node_id, state)),
     )

@@ -23,6 +23,9 @@ both modes: the answers are the ones Kafka gives for the same cluster.
 Per-partition messages follow Kafka's ``ApiError``: an error built from a code alone
 carries that code's default message (ELECTION_NOT_NEEDED), NONE / NOT_CONTROLLER /
 REQUEST_TIMED_OUT carry null.
+
+Ports (kbroker/services.py): ``controller`` (kbroker/local_controller.py on a single node,
+kbroker/zk_controller.py in ZooKeeper mode).
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ TopicPartition = tuple[str, int]
 
 # Errors.ELECTION_NOT_NEEDED.message() in Kafka (ApiError(error) takes the default message)
 ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
-UNKNOWN_PARTITION_MESSAGE = "The partition does not exist."
 
 
 def _requested(req: ElectLeadersRequest) -> list[TopicPartition] | None:
@@ -64,33 +66,7 @@ def _response(req: ElectLeadersRequest, outcomes: dict[TopicPartition, ElectionO
 
 @REGISTRY.register(43, 0, 2)
 async def handle_elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
-    state = ctx.broker
     election_type = ElectionType(req.election_type) if ctx.api_version >= 1 else ElectionType.PREFERRED
-    requested = _requested(req)
-    cluster = getattr(state, "cluster", None)
-    if cluster is None:
-        wanted = requested if requested is not None else sorted(state.partitions)
-        return _response(req, {tp: ElectionOutcome(ErrorCode.ELECTION_NOT_NEEDED)
-                               if state.partition(*tp) is not None
-                               else ElectionOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                                    error_message=UNKNOWN_PARTITION_MESSAGE)
-                               for tp in wanted})
-    cache = cluster.cache
-    if requested is None:
-        requested = [(t, p) for t in cache.topic_names() for p in sorted(cache.topic(t).partitions)]
-    timeout_s = max(req.timeout_ms, 0) / 1000
-    partitions = frozenset(requested)
-    if not await cluster.runner.wait_ready(timeout_s):
-        return _response(req, {tp: ElectionOutcome(ErrorCode.NOT_CONTROLLER) for tp in sorted(partitions)})
-    outcomes = dict(await cluster.runner.elect_leaders(partitions, election_type))
-    expected = {tp: o.leader for tp, o in outcomes.items() if o.error_code == ErrorCode.NONE}
-    if expected:
-        # DelayedElectLeader: answer once this broker's metadata shows the new leaders
-        def shown() -> bool:
-            return all(cache.leader(*tp) == leader for tp, leader in expected.items())
-
-        if not await cache.wait_for(shown, timeout_s):
-            for tp, leader in expected.items():
-                if cache.leader(*tp) != leader:
-                    outcomes[tp] = ElectionOutcome(ErrorCode.REQUEST_TIMED_OUT)
-    return _response(req, dict(sorted(outcomes.items())))
+    outcomes = await ctx.services.controller.elect_leaders(_requested(req), election_type,
+                                                           max(req.timeout_ms, 0) / 1000)
+    return _response(req, outcomes)

@@ -14,6 +14,8 @@ client, "latest" is OFFSET_NOT_AVAILABLE while the leader's HW is below the star
 its leader epoch (a new leader whose HW has not caught up yet, KIP-207: offsets a client sees
 never go backwards across a failover), and a timestamp lookup only finds offsets below the
 HW (below the LSO for read_committed, Kafka's ``lastFetchableOffset``).  A follower asking (``replica_id`` >= 0) gets the LEO for "latest", without those checks.
+
+Ports (kbroker/services.py): ``catalog``, ``replicas``, ``authorizer``.
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ def _error(index: int, code: ErrorCode) -> P:
 
 @REGISTRY.register(2, 1, 7)
 def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
-    state = ctx.broker
+    services = ctx.services
+    replicas = services.replicas
     v = ctx.api_version
-    from_follower = req.replica_id >= 0 and getattr(state, "cluster", None) is not None
+    # a follower's own ListOffsets (replica_id >= 0) reads up to the LEO; a single node has
+    # no followers, so a replica id there is treated as a consumer's, as before
+    from_follower = req.replica_id >= 0 and replicas.replicated
     counts: dict[tuple[str, int], int] = {}
     for t in req.topics:
         for p in t.partitions:
@@ -54,12 +59,11 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
             if counts[(t.name, p.partition_index)] > 1:
                 parts.append(_error(p.partition_index, ErrorCode.INVALID_REQUEST))
                 continue
-            if getattr(state, "cluster", None) is not None:   # cluster mode: only the leader answers
-                not_leader = state.cluster.replicas.leader_error(t.name, p.partition_index)
-                if not_leader is not None:
-                    parts.append(_error(p.partition_index, not_leader))
-                    continue
-            partition = state.partition(t.name, p.partition_index)
+            not_leader = replicas.leader_error(t.name, p.partition_index)   # only the leader answers
+            if not_leader is not None:
+                parts.append(_error(p.partition_index, not_leader))
+                continue
+            partition = services.catalog.partition(t.name, p.partition_index)
             if partition is None:
                 parts.append(_error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue

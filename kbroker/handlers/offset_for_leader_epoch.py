@@ -13,6 +13,8 @@ Cluster mode: only the leader answers (Kafka's ``lastOffsetForLeaderEpoch`` with
 ``fetchOnlyFromLeader``): a partition this broker does not hold but the cluster has is
 NOT_LEADER_OR_FOLLOWER; one it holds as a follower is checked against the current leader
 epoch first (FENCED / UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER.
+
+Ports (kbroker/services.py): ``catalog``, ``replicas``.
 """
 
 from __future__ import annotations
@@ -28,14 +30,14 @@ E = OffsetForLeaderEpochResponse.EpochEndOffset
 @REGISTRY.register(23, 2, 4)
 def handle_offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest
                                    ) -> OffsetForLeaderEpochResponse:
-    state = ctx.broker
-    cluster = getattr(state, "cluster", None)
+    partition_of = ctx.services.catalog.partition
+    leader_error = ctx.services.replicas.leader_error   # None on a single node
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            partition = state.partition(t.topic, p.partition)
-            not_leader = None if cluster is None else cluster.replicas.leader_error(t.topic, p.partition)
+            partition = partition_of(t.topic, p.partition)
+            not_leader = leader_error(t.topic, p.partition)
             if partition is None:
                 parts.append(E(error_code=not_leader or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition, leader_epoch=-1, end_offset=-1))
                 continue

@@ -30,6 +30,8 @@ reaches its last offset + 1: NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the 
 below min ISR meanwhile, NOT_LEADER_OR_FOLLOWER when leadership moved, REQUEST_TIMED_OUT at
 the request's ``timeout_ms`` (Kafka's ``DelayedProduce``).  A partition that failed answers
 at once with its error, as in Kafka.
+
+Ports (kbroker/services.py): ``catalog``, ``replicas``, ``txns``, ``authorizer``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from kbroker.authorizer import authorize
 from kbroker.metrics import TOPIC_STATS
 from kbroker.registry import NO_RESPONSE, REGISTRY, CloseConnection
 from kbroker.request_context import RequestContext
+from kbroker.services import Replicas
 from kbroker.topic_names import is_internal
 from log.errors import LogError
 from wire.batch_header import COMPRESSION_MASK, HEADER_SIZE
@@ -115,7 +118,7 @@ def _whole_request_error(req: ProduceRequest, v: int, code: ErrorCode, message: 
 
 @REGISTRY.register(0, 0, 9)
 def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
-    state = ctx.broker
+    services = ctx.services
     v = ctx.api_version
     if req.transactional_id is not None and not authorize(ctx, WRITE, TRANSACTIONAL_ID, req.transactional_id):
         if req.acks == 0:
@@ -132,16 +135,19 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
     if req.transactional_id is not None and req.acks != 0:
         # KIP-890 part 1 with the coordinator on another broker: ask it first, then handle
         # (on a single node: None at once, unless a test slows verification down)
-        pending = state.txns.remote_verification(req, lambda: handle_produce(ctx, req))
+        pending = services.txns.remote_verification(req, lambda: handle_produce(ctx, req))
         if pending is not None:
             return pending
     acks = req.acks
     valid_acks = acks in (-1, 0, 1)
     transactional_id = req.transactional_id
-    cluster = getattr(state, "cluster", None)
-    awaiting_all = cluster is not None and acks == -1
-    partition_of = state.partition
-    awaiting: dict[tuple[str, int], int] = {}   # acks=all in cluster mode: tp -> offset the HW must reach
+    replicas = services.replicas
+    # acks=all waits for the ISR only where partitions have followers (a single node's HW
+    # moves with the append: nothing to wait for)
+    awaiting_all = acks == -1 and replicas.replicated
+    leader_error = replicas.leader_error
+    partition_of = services.catalog.partition
+    awaiting: dict[tuple[str, int], int] = {}   # acks=all, replicated: tp -> offset the HW must reach
     answers: dict[tuple[str, int], PartitionResponse] = {}
     topics = []
     for topic in req.topic_data:
@@ -164,11 +170,10 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
             if code:
                 partitions.append(_error(pd.index, code))
                 continue
-            if cluster is not None:   # cluster mode: only the leader appends
-                not_leader = cluster.replicas.leader_error(name, pd.index)
-                if not_leader is not None:
-                    partitions.append(_error(pd.index, not_leader))
-                    continue
+            not_leader = leader_error(name, pd.index)   # only the leader appends
+            if not_leader is not None:
+                partitions.append(_error(pd.index, not_leader))
+                continue
             partition = partition_of(name, pd.index)
             if partition is None:
                 partitions.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -177,16 +182,14 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
                 partitions.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION))
                 continue
             if transactional_id is not None:   # KIP-890 part 1 (kbroker/txn_service.py)
-                code = state.txns.verify_produce(transactional_id, name, pd.index,
+                code = services.txns.verify_produce(transactional_id, name, pd.index,
                                                  partition, pd.records)  # type: ignore[arg-type]
                 if code:
                     partitions.append(_error(pd.index, code))
                     continue
             try:
-                if cluster is not None:   # the min ISR check needs the acks
-                    info = partition.append_records_as_leader(pd.records, acks)  # type: ignore[arg-type]
-                else:
-                    info = partition.append_records_as_leader(pd.records)  # type: ignore[arg-type]
+                # the acks: acks=all is refused while the ISR is below min.insync.replicas
+                info = partition.append_records_as_leader(pd.records, acks)  # type: ignore[arg-type]
             except LogError as e:
                 resp = _error(pd.index, e.error)
                 if v >= 8 and e.record_errors:
@@ -219,7 +222,7 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
         # appended: the connection's next requests may append after these while the ISR
         # catches up (their answers still leave after this one)
         ctx.took_effect()
-        return _await_replication(cluster, response, awaiting, answers, req.timeout_ms)
+        return _await_replication(replicas, response, awaiting, answers, req.timeout_ms)
     return response
 
 
@@ -230,11 +233,11 @@ def _acks_0_close(ctx: RequestContext, errors: str) -> CloseConnection:
         f"{ctx.client_id} with ack=0; topic and partition to exceptions: {errors}")
 
 
-async def _await_replication(cluster: object, response: ProduceResponse, awaiting: dict[tuple[str, int], int],
+async def _await_replication(replicas: Replicas, response: ProduceResponse, awaiting: dict[tuple[str, int], int],
                              answers: dict[tuple[str, int], PartitionResponse], timeout_ms: int) -> ProduceResponse:
     """acks=all: park until the ISR has the records (Kafka's DelayedProduce); a partition
     that did not make it keeps its offsets and gets the purgatory's error."""
-    results = await cluster.replicas.delayed_produce.wait(awaiting, timeout_ms)  # type: ignore[attr-defined]
+    results = await replicas.wait_for_acks(awaiting, timeout_ms)
     for tp, code in results.items():
         if code != ErrorCode.NONE:
             answers[tp].error_code = code

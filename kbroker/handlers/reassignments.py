@@ -12,6 +12,8 @@ is already in place (NONE), any other names brokers that are not alive
 (INVALID_REPLICA_ASSIGNMENT with Kafka's message), a cancel finds nothing in progress
 (NO_REASSIGNMENT_IN_PROGRESS), an unknown partition is UNKNOWN_TOPIC_OR_PARTITION, and the
 list is always empty.
+
+Ports (kbroker/services.py): ``controller`` (kbroker/local_controller.py, kbroker/zk_controller.py).
 """
 
 from __future__ import annotations
@@ -50,34 +52,6 @@ def _message(code: int, message: str | None) -> str | None:
     return message if message is not None else DEFAULT_MESSAGES.get(ErrorCode(code))
 
 
-def _single_node(ctx: RequestContext, targets: Targets) -> dict[tuple[str, int], tuple[int, str | None]]:
-    state = ctx.broker
-    node = state.node_id
-    out: dict[tuple[str, int], tuple[int, str | None]] = {}
-    for (topic, p), target in targets.items():
-        info = state.topics.get(topic)
-        if target is None:
-            out[(topic, p)] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
-        elif not target:
-            out[(topic, p)] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                               "Empty replica list specified in partition reassignment.")
-        elif info is None or not 0 <= p < info.partitions:
-            adding = [r for r in target if r != node]
-            out[(topic, p)] = ((ErrorCode.INVALID_REPLICA_ASSIGNMENT, _not_alive(adding, node)) if adding
-                               else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."))
-        elif list(target) == [node]:
-            out[(topic, p)] = (ErrorCode.NONE, None)
-        else:
-            out[(topic, p)] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                               _not_alive([r for r in dict.fromkeys(target) if r != node], node))
-    return out
-
-
-def _not_alive(adding: list[int], node: int) -> str:
-    return (f"Replica assignment has brokers that are not alive. Replica list: "
-            f"List({', '.join(map(str, adding))}), live broker list: Set({node})")
-
-
 @REGISTRY.register(45, 0, 0)
 async def handle_alter_partition_reassignments(
     ctx: RequestContext, req: AlterPartitionReassignmentsRequest
@@ -86,16 +60,10 @@ async def handle_alter_partition_reassignments(
     for t in req.topics:
         for p in t.partitions:
             targets[(t.name, p.partition_index)] = None if p.replicas is None else tuple(p.replicas)
-    cluster = getattr(ctx.broker, "cluster", None)
-    if cluster is None:
-        results = _single_node(ctx, targets)
-    else:
-        if not await cluster.runner.wait_ready(min(max(req.timeout_ms, 0) / 1000, FAILOVER_WAIT_S)):
-            return _alter_error(ErrorCode.NOT_CONTROLLER)
-        top, answered = await cluster.runner.alter_partition_reassignments(targets)
-        if top != ErrorCode.NONE:
-            return _alter_error(top)
-        results = answered
+    top, results = await ctx.services.controller.alter_partition_reassignments(
+        targets, min(max(req.timeout_ms, 0) / 1000, FAILOVER_WAIT_S))
+    if top != ErrorCode.NONE:
+        return _alter_error(top)
     by_topic: dict[str, list[object]] = {}
     for (topic, p), (code, message) in results.items():
         by_topic.setdefault(topic, []).append(
@@ -116,14 +84,10 @@ async def handle_list_partition_reassignments(
 ) -> ListPartitionReassignmentsResponse:
     partitions = None if req.topics is None else frozenset(
         (t.name, p) for t in req.topics for p in t.partition_indexes)
-    cluster = getattr(ctx.broker, "cluster", None)
-    listed: dict = {}
-    if cluster is not None:
-        if not await cluster.runner.wait_ready(min(max(req.timeout_ms, 0) / 1000, FAILOVER_WAIT_S)):
-            return _list_error(ErrorCode.NOT_CONTROLLER)
-        top, listed = await cluster.runner.list_partition_reassignments(partitions)
-        if top != ErrorCode.NONE:
-            return _list_error(top)
+    top, listed = await ctx.services.controller.list_partition_reassignments(
+        partitions, min(max(req.timeout_ms, 0) / 1000, FAILOVER_WAIT_S))
+    if top != ErrorCode.NONE:
+        return _list_error(top)
     by_topic: dict[str, list[object]] = {}
     for (topic, p), a in sorted(listed.items()):
         by_topic.setdefault(topic, []).append(_ListPartition(

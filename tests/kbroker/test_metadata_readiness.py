@@ -13,8 +13,10 @@ import kbroker.handlers  # noqa: F401  (registers the handlers)
 from kbroker import metadata_readiness
 from kbroker.config import BrokerConfig
 from kbroker.metadata_cache import MetadataCache
+from kbroker.metadata_view import metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from tests.kbroker.fakes import services
 from wire.messages import (
     DescribeClusterRequest,
     DescribeTopicPartitionsRequest,
@@ -46,7 +48,9 @@ def restarted_broker(tmp_path) -> SimpleNamespace:
 
 
 def call(state, api_key: int, request, version: int):
-    ctx = RequestContext(api_key, version, 1, "test", state, "127.0.0.1:5000")
+    ports = services(metadata=SimpleNamespace(view=lambda: metadata_view(state)), cluster=state.cluster,
+                     config=state, cluster_id=state.cluster_id)
+    ctx = RequestContext(api_key, version, 1, "test", state, "127.0.0.1:5000", services=ports)
     return REGISTRY.get(api_key).handler(ctx, request)
 
 
