@@ -32,20 +32,23 @@ from kbroker.fetch_waiters import FetchWaiters
 from kbroker.handlers.fetch import _read_all
 from kbroker.partition import Partition
 from log.config import LogConfig
+from log.log import Log
 from tests.log.helpers import batch, open_log
 from wire.codec import encode_parts
 from wire.messages import FetchRequest
 
 
-def _partitions(n: int, where: str) -> dict[int, Partition]:
-    parts = {}
+def _partitions(n: int, where: str) -> tuple[dict[int, Partition], list[Log]]:
+    """(the partitions by index, their logs: the bench opened them, so it closes them)."""
+    parts, logs = {}, []
     b = batch(3, value_size=1024)
     for i in range(n):
         lg = open_log(where, LogConfig(), name=f"wide-{i}", high_watermark_follows_log_end=True)
         p = Partition("wide", i, lg, FetchWaiters())
         p.append_records_as_leader(memoryview(bytearray(b)))
         parts[i] = p
-    return parts
+        logs.append(lg)
+    return parts, logs
 
 
 def _request(offsets: dict[int, int]) -> FetchRequest:
@@ -61,7 +64,7 @@ def _request(offsets: dict[int, int]) -> FetchRequest:
 def _round(n: int, prof: cProfile.Profile | None = None) -> dict[str, float]:
     where = tempfile.mkdtemp(prefix="wide-read-")
     try:
-        parts = _partitions(n, where)
+        parts, logs = _partitions(n, where)
         ctx = SimpleNamespace(broker=SimpleNamespace(partition=lambda t, i: parts.get(i)), api_version=12)
         first, at_end = _request({i: 0 for i in parts}), _request({i: 3 for i in parts})
         if prof is not None:
@@ -78,8 +81,8 @@ def _round(n: int, prof: cProfile.Profile | None = None) -> dict[str, float]:
         if prof is not None:
             prof.disable()
         assert total == n * len(batch(3, value_size=1024))
-        for p in parts.values():
-            p.log.close()
+        for lg in logs:
+            lg.close()
         return {"first read": t1 - t0, "first encode": t2 - t1, "empty read": t3 - t2, "empty encode": t4 - t3}
     finally:
         shutil.rmtree(where, ignore_errors=True)

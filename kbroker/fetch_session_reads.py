@@ -329,14 +329,13 @@ def _note_pending(session: Any, reading: list[tuple[CachedPartition, Any]], read
 
 def _unchanged(cp: CachedPartition, p: Any, read_committed: bool) -> bool:
     """Would reading this session partition answer "no records, nothing new"? (see the module docstring)"""
-    lg = p.log
-    hw = lg.high_watermark
-    if hw != cp.high_watermark or lg.log_start_offset != cp.log_start_offset:
+    hw = p.high_watermark
+    if hw != cp.high_watermark or p.log_start_offset != cp.log_start_offset:
         return False
     fp = cp.fp
     fetch_offset = fp.fetch_offset
-    bound = lg.last_stable_offset if read_committed else hw
-    if fetch_offset < bound or (fetch_offset > bound and fetch_offset > lg.log_end_offset):
+    bound = p.last_stable_offset if read_committed else hw
+    if fetch_offset < bound or (fetch_offset > bound and fetch_offset > p.log_end_offset):
         return False
     epoch = fp.current_leader_epoch
     return epoch < 0 or epoch == p.leader_epoch

@@ -118,9 +118,8 @@ class BrokerCollector(Collector):
         snap.running = True
         self._replicas(state, snap)
         for (topic, index), p in state.partitions.items():
-            lg = p.log
-            snap.logs.append((topic, index, lg.size(), lg.log_end_offset, lg.log_start_offset,
-                              lg.number_of_segments(), lg.high_watermark))
+            snap.logs.append((topic, index, p.size_in_bytes, p.log_end_offset, p.log_start_offset,
+                              p.number_of_segments, p.high_watermark))
         snap.logs.sort()
         snap.retention_passes = state.log_manager.retention_passes
         fs = getattr(state, "fetch_sessions", None)
@@ -135,7 +134,7 @@ class BrokerCollector(Collector):
             snap.offsets += len(by_tp)
             for (topic, index), om in by_tp.items():
                 p = state.partitions.get((topic, index))
-                lag = max(0, p.log.high_watermark - om.offset) if p is not None else -1
+                lag = max(0, p.high_watermark - om.offset) if p is not None else -1
                 snap.lags.append((group_id, topic, index, om.offset, lag))
         snap.lags.sort()
         for conn in list(state.connections):

@@ -22,7 +22,7 @@ epoch, or its LEO changed since the request: Kafka's ``fetchOffset`` check):
   ``Log.truncate_to`` trims the epoch cache and producer state too.  Since our leaders always
   answer DivergingEpoch (v12), the OffsetForLeaderEpoch truncation path of older Kafka is not
   used.  A log with no epochs at all first truncates to its HW (``initialFetchOffset``).
-* **Records**: ``append_as_follower`` keeps the leader's batches as they are (offsets, leader
+* **Records**: ``append_records_as_follower`` keeps the leader's batches as they are (offsets, leader
   epochs, producer ids and sequences: deduplication survives a failover); then HW =
   min(leader HW, our LEO) and the log start offset follows the leader's (never past our HW).
 * **OFFSET_OUT_OF_RANGE** (``handleOutOfRangeError`` / ``fetchOffsetAndTruncate``): ask the
@@ -58,6 +58,7 @@ from wire.messages import FetchRequest, ListOffsetsRequest
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
+    from kbroker.partition import Partition
 
 __all__ = ["ReplicaFetcherManager", "fetcher_id"]
 
@@ -126,10 +127,10 @@ class ReplicaFetcher:
         if current is not None and current.leader_epoch == leader_epoch and not current.fenced:
             return
         partition = self.state.partition(*tp)
-        if partition is not None and partition.log.latest_epoch is None \
-                and partition.log.log_end_offset > partition.log.high_watermark:
+        if partition is not None and partition.latest_epoch is None \
+                and partition.log_end_offset > partition.high_watermark:
             # Kafka's initialFetchOffset: no epochs to compare, so start from the HW
-            partition.log.truncate_to(partition.log.high_watermark)
+            partition.truncate_to(partition.high_watermark)
         self.partitions[tp] = _PartitionFetch(leader_epoch)
         self._changed.set()
 
@@ -201,13 +202,12 @@ class ReplicaFetcher:
             partition = self.state.partition(*tp)
             if partition is None:
                 continue
-            lg = partition.log
-            latest = lg.latest_epoch
-            offset = lg.log_end_offset
+            latest = partition.latest_epoch
+            offset = partition.log_end_offset
             sent[tp] = (pf.leader_epoch, offset)
             wanted[tp] = FetchRequest.FetchPartition(
                 partition=tp[1], current_leader_epoch=pf.leader_epoch, fetch_offset=offset,
-                last_fetched_epoch=-1 if latest is None else latest, log_start_offset=lg.log_start_offset,
+                last_fetched_epoch=-1 if latest is None else latest, log_start_offset=partition.log_start_offset,
                 partition_max_bytes=s.max_bytes)
         session_id, epoch, named, forget = self.session.build(wanted)
         topics: dict[str, list[FetchRequest.FetchPartition]] = {}
@@ -247,32 +247,25 @@ class ReplicaFetcher:
         pf = self.partitions.get(tp)
         partition = self.state.partition(*tp)
         if pf is None or partition is None or pf.leader_epoch != epoch \
-                or partition.log.log_end_offset != fetch_offset:
+                or partition.log_end_offset != fetch_offset:
             return  # the partition moved on since the request: drop this answer
-        lg = partition.log
         error = pd.error_code
         if error == ErrorCode.NONE:
             div = pd.diverging_epoch
             if div is not None and (div.epoch >= 0 or div.end_offset >= 0):
-                self._truncate_to_diverging(tp, lg, div.epoch, div.end_offset)
+                self._truncate_to_diverging(tp, partition, div.epoch, div.end_offset)
                 return
             try:
                 if pd.records:
-                    lg.append_as_follower(pd.records)
-                hw_before = lg.high_watermark
-                lg.update_high_watermark(min(pd.high_watermark, lg.log_end_offset))
-                if lg.high_watermark != hw_before:
-                    # consumers reading from this follower (KIP-392) parked at the old HW
-                    self.state.fetch_waiters.notify(tp)
-                if pd.log_start_offset > lg.log_start_offset:
-                    lg.maybe_increment_log_start_offset(min(pd.log_start_offset, lg.high_watermark),
-                                                        "LeaderOffsetIncremented")
+                    partition.append_records_as_follower(pd.records)
+                # wakes consumers parked at the old HW (reading from this follower, KIP-392)
+                partition.update_offsets_from_leader(pd.high_watermark, pd.log_start_offset)
             except LogError as e:
                 log.warning("appending the leader's data to %s-%d failed: %s %s", *tp, e.error.name, e)
                 self._delay([tp], asyncio.get_running_loop().time())
             return
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
-            await self._handle_out_of_range(tp, lg)
+            await self._handle_out_of_range(tp, partition)
             return
         if error == ErrorCode.FENCED_LEADER_EPOCH:
             log.info("%s-%d: leader %d fenced our epoch %d; waiting for a LeaderAndIsr", *tp, self.leader_id, epoch)
@@ -282,10 +275,11 @@ class ReplicaFetcher:
                  ErrorCode(error).name, self.settings.backoff_ms)
         self._delay([tp], asyncio.get_running_loop().time())
 
-    def _truncate_to_diverging(self, tp: TopicPartition, lg: Any, leader_epoch: int, leader_end: int) -> None:
+    def _truncate_to_diverging(self, tp: TopicPartition, partition: Partition, leader_epoch: int,
+                               leader_end: int) -> None:
         """Kafka's ``getOffsetTruncationState`` for a DivergingEpoch."""
-        leo = lg.log_end_offset
-        ours = lg.end_offset_for_epoch(leader_epoch) if leader_epoch >= 0 else None
+        leo = partition.log_end_offset
+        ours = partition.end_offset_for_epoch(leader_epoch) if leader_epoch >= 0 else None
         if ours is None:
             target = min(leader_end, leo)
         elif ours[0] != leader_epoch:
@@ -295,33 +289,33 @@ class ReplicaFetcher:
         target = max(target, 0)
         log.info("%s-%d: truncating from %d to %d (leader %d diverges at epoch %d, end offset %d)",
                  *tp, leo, target, self.leader_id, leader_epoch, leader_end)
-        latest = lg.latest_epoch
-        lg.truncate_to(target)
-        if lg.log_end_offset == leo and lg.latest_epoch == latest:
+        latest = partition.latest_epoch
+        partition.truncate_to(target)
+        if partition.log_end_offset == leo and partition.latest_epoch == latest:
             # nothing changed, so the next fetch would get the same answer: do not spin on it
             log.warning("%s-%d: DivergingEpoch (%d, %d) from leader %d changed nothing; retrying in %d ms",
                         *tp, leader_epoch, leader_end, self.leader_id, self.settings.backoff_ms)
             self._delay([tp], asyncio.get_running_loop().time())
 
-    async def _handle_out_of_range(self, tp: TopicPartition, lg: Any) -> None:
+    async def _handle_out_of_range(self, tp: TopicPartition, partition: Partition) -> None:
         leader_end = await self._leader_offset(tp, LATEST_TIMESTAMP)
         if leader_end is None:
             self._delay([tp], asyncio.get_running_loop().time())
             return
-        leo = lg.log_end_offset
+        leo = partition.log_end_offset
         if leader_end < leo:
             log.warning("%s-%d: our LEO %d is above leader %d's %d; truncating to it", *tp, leo,
                         self.leader_id, leader_end)
-            lg.truncate_to(leader_end)
+            partition.truncate_to(leader_end)
             return
         leader_start = await self._leader_offset(tp, EARLIEST_TIMESTAMP)
         if leader_start is None:
             self._delay([tp], asyncio.get_running_loop().time())
             return
-        if leader_start > lg.log_end_offset:
+        if leader_start > partition.log_end_offset:
             log.info("%s-%d: leader %d starts at %d, past our LEO %d; starting over there", *tp,
-                     self.leader_id, leader_start, lg.log_end_offset)
-            lg.truncate_fully_and_start_at(leader_start)
+                     self.leader_id, leader_start, partition.log_end_offset)
+            partition.truncate_fully_and_start_at(leader_start)
             return
         self._delay([tp], asyncio.get_running_loop().time())
 

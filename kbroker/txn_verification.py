@@ -74,8 +74,7 @@ def unverified_producer(partition: Any, records: memoryview | None) -> tuple[int
         pid, epoch = batch.producer_id, batch.producer_epoch
     except Exception:  # noqa: BLE001 - a malformed batch is the log's to refuse
         return None
-    entry = partition.log.producer_state_manager.last_entry(pid)
-    if entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == epoch:
+    if partition.has_ongoing_transaction(pid, epoch):
         return None
     return pid, epoch
 

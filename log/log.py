@@ -52,7 +52,6 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable
 from enum import Enum
 
 from log.clock import Clock
@@ -127,10 +126,6 @@ class Log(SegmentRetention):
         self.log_start_offset = log_start_offset
         self.truncations = 0  # bumped by every truncation; a cleaning that saw another value aborts
         self.high_watermark_metadata = LogOffsetMetadata(log_start_offset)
-        # Called (no arguments, on the appending thread, after the lock is released) after
-        # every ``append_as_leader``: a replicated partition's leader moves its HW from there
-        # whoever appended (producers, the group coordinator).
-        self.on_leader_append: Callable[[], None] | None = None
         # The topic id (KIP-516) in ``partition.metadata``: read by ``open``, else None until
         # ``assign_topic_id``; written off the appending path (see assign_topic_id).
         self.partition_metadata = PartitionMetadataFile(local_log.dir)
@@ -399,8 +394,6 @@ class Log(SegmentRetention):
                                                  local.config, leader_epoch, origin, topic_partition=local.topic_partition)
             info = self._append_validated(result, origin, now)
         self._maybe_flush_after_append()
-        if self.on_leader_append is not None:
-            self.on_leader_append()
         return info
 
     def append_as_follower(self, records) -> LogAppendInfo:

@@ -27,7 +27,6 @@ from wire.messages import DescribeProducersRequest, DescribeProducersResponse
 E = ErrorCode
 TopicResponse = DescribeProducersResponse.TopicResponse
 PartitionResponse = DescribeProducersResponse.PartitionResponse
-ProducerState = DescribeProducersResponse.ProducerState
 
 
 def _topic_known(state: Any, name: str) -> bool:
@@ -43,19 +42,6 @@ def _partition_known(state: Any, name: str, index: int) -> bool:
         return cluster.cache.image.partition(name, index) is not None
     info = state.topics.get(name)
     return info is not None and 0 <= index < info.partitions
-
-
-def active_producers(partition: Any) -> list[Any]:
-    """``UnifiedLog.activeProducers`` of a hosted partition, under the log's lock."""
-    log = partition.log
-    with log.lock:
-        entries = sorted(log.producer_state_manager.active_producers().items())
-        return [ProducerState(
-            producer_id=pid, producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
-            last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
-            current_txn_start_offset=-1 if e.current_txn_first_offset is None
-            else e.current_txn_first_offset)
-            for pid, e in entries]
 
 
 @REGISTRY.register(61, 0, 0)
@@ -84,6 +70,6 @@ def handle_describe_producers(ctx: RequestContext, req: DescribeProducersRequest
                 partitions.append(PartitionResponse(partition_index=index, error_code=int(code)))
                 continue
             partitions.append(PartitionResponse(partition_index=index, error_code=0,
-                                                active_producers=active_producers(partition)))
+                                                active_producers=partition.active_producers()))
         topics.append(TopicResponse(name=t.name, partitions=partitions))
     return DescribeProducersResponse(throttle_time_ms=0, topics=topics)

@@ -201,36 +201,35 @@ def _read_replica_partition(partition: Partition, fp: FetchRequest.FetchPartitio
     fenced = _epoch_error(partition, fp, version)
     if fenced is not None:
         return fenced
-    lg = partition.log
     last_fetched = fp.last_fetched_epoch if version >= 12 else -1
     if last_fetched >= 0:
-        found = lg.end_offset_for_epoch(last_fetched)
-        if found is None or fp.fetch_offset < lg.log_start_offset:
+        found = partition.end_offset_for_epoch(last_fetched)
+        if found is None or fp.fetch_offset < partition.log_start_offset:
             pd = _partition_error(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE)
-            pd.high_watermark, pd.log_start_offset = lg.high_watermark, lg.log_start_offset
-            pd.last_stable_offset = lg.high_watermark
+            pd.high_watermark, pd.log_start_offset = partition.high_watermark, partition.log_start_offset
+            pd.last_stable_offset = partition.high_watermark
             return pd
         found_epoch, end_offset = found
         if found_epoch < last_fetched or end_offset < fp.fetch_offset:
             return PartitionData(
-                partition_index=fp.partition, error_code=ErrorCode.NONE, high_watermark=lg.high_watermark,
-                last_stable_offset=lg.high_watermark, log_start_offset=lg.log_start_offset,
+                partition_index=fp.partition, error_code=ErrorCode.NONE, high_watermark=partition.high_watermark,
+                last_stable_offset=partition.high_watermark, log_start_offset=partition.log_start_offset,
                 diverging_epoch=FetchResponse.EpochEndOffset(epoch=found_epoch, end_offset=end_offset),
                 aborted_transactions=None, preferred_read_replica=-1, records=b"")
-    leader_end = lg.log_end_offset
+    leader_end = partition.log_end_offset
     try:
         result = partition.read(fp.fetch_offset, max(limit, 0), min_one_message, to_log_end=True, for_sending=True)
     except LogError as e:
         pd = _partition_error(fp.partition, e.error)
-        pd.high_watermark, pd.log_start_offset = lg.high_watermark, lg.log_start_offset
-        pd.last_stable_offset = lg.high_watermark
+        pd.high_watermark, pd.log_start_offset = partition.high_watermark, partition.log_start_offset
+        pd.last_stable_offset = partition.high_watermark
         return pd
     if not partition.update_follower_fetch_state(replica_id, fp.fetch_offset, fp.log_start_offset, leader_end):
         return _partition_error(fp.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    hw = lg.high_watermark
+    hw = partition.high_watermark
     return PartitionData(
         partition_index=fp.partition, error_code=ErrorCode.NONE, high_watermark=hw, last_stable_offset=hw,
-        log_start_offset=lg.log_start_offset, aborted_transactions=None, preferred_read_replica=-1,
+        log_start_offset=partition.log_start_offset, aborted_transactions=None, preferred_read_replica=-1,
         records=result.records)
 
 
@@ -282,7 +281,7 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
                 parts.append(_partition_error(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
-            if by_id and (log_id := partition.log.topic_id) is not None and log_id != topic_id:
+            if by_id and (log_id := partition.topic_id) is not None and log_id != topic_id:
                 parts.append(_partition_error(fp.partition, ErrorCode.INCONSISTENT_TOPIC_ID))
                 errors = True
                 continue

@@ -96,7 +96,7 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
                 parts.append(_error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))
                 continue
             try:
-                found = partition.log.fetch_offset_by_timestamp(ts)
+                found = partition.fetch_offset_for_timestamp(ts)
             except LogError as e:
                 parts.append(_error(p.partition_index, e.error))
                 continue

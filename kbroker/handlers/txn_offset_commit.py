@@ -67,11 +67,8 @@ def verify_offsets_partition(state: Any, req: TxnOffsetCommitRequest) -> ErrorCo
         return E.NONE
     index = state.groups.coordinator.partition_for(req.group_id)
     partition = state.partition(GROUP_METADATA_TOPIC, index)
-    if partition is not None:
-        entry = partition.log.producer_state_manager.last_entry(req.producer_id)
-        if entry is not None and entry.current_txn_first_offset is not None \
-                and entry.producer_epoch == req.producer_epoch:
-            return E.NONE  # its transaction is open here: verified when it began
+    if partition is not None and partition.has_ongoing_transaction(req.producer_id, req.producer_epoch):
+        return E.NONE  # its transaction is open here: verified when it began
     c = txns.coordinator
     txn_partition = c.partition_for(req.transactional_id)
     if txn_partition not in c.owned and txn_partition not in c.loading:

@@ -135,10 +135,9 @@ def leader(tmp_path):
 def follower(tmp_path):
     """Broker 2 follows t-0 at epoch 1: LEO 5, HW 3."""
     p = replicated(tmp_path / "follower")
-    p.log.maybe_assign_epoch_start_offset(1, 0)
-    p.log.append_as_follower(batch(3, base_offset=0, partition_leader_epoch=1))
-    p.log.append_as_follower(batch(2, base_offset=3, partition_leader_epoch=1))
-    p.log.update_high_watermark(3)
+    p.append_records_as_follower(batch(3, base_offset=0, partition_leader_epoch=1))   # epoch 1 from 0
+    p.append_records_as_follower(batch(2, base_offset=3, partition_leader_epoch=1))
+    p.update_offsets_from_leader(3, 0)
     p.make_follower(1)
     return p
 

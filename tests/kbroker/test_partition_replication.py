@@ -10,6 +10,7 @@ import pytest
 from kbroker.fetch_waiters import FetchWaiters
 from kbroker.partition import NotEnoughReplicasError, Partition
 from log.clock import ManualClock
+from log.producer_state import AppendOrigin
 from log.scheduler import Scheduler
 from tests.log.helpers import SMALL, batch, open_log
 from wire.error_codes import ErrorCode
@@ -26,9 +27,9 @@ def replicated(tmp_path, name="t-0", min_isr=2, clock=None) -> Partition:
 
 def test_a_replicated_log_gets_no_epoch_until_it_leads_then_the_leader_epoch_starts_at_its_leo(tmp_path):
     p = replicated(tmp_path)
-    assert p.log.latest_epoch is None
+    assert p.latest_epoch is None
     assert p.make_leader(3, 0, [1, 2, 3], [1, 2, 3], local_id=1, replica_lag_time_max_ms=30_000)
-    assert p.log.leader_epoch_cache.entries() == [(3, 0)]
+    assert p._log.leader_epoch_cache.entries() == [(3, 0)]
     assert p.leader_epoch == 3
 
 
@@ -64,8 +65,11 @@ def test_acks_all_is_refused_before_the_append_below_min_isr_and_acks_1_is_not(t
 def test_a_single_replica_partition_moves_its_high_watermark_on_every_append_whoever_appends(tmp_path):
     p = replicated(tmp_path, min_isr=1)
     p.make_leader(0, 0, [1], [1], local_id=1, replica_lag_time_max_ms=30_000)
-    p.log.append_as_leader(batch(2), p.leader_epoch)   # e.g. the group coordinator's write
+    # the group coordinator's write (acks=1 here: the HW moves with the append itself)
+    p.append_records_as_leader(memoryview(batch(2)), 1, origin=AppendOrigin.COORDINATOR)
     assert p.high_watermark == 2
+    p.append_records_as_leader(memoryview(batch(1)), 0)   # a producer's, acks=0
+    assert p.high_watermark == 3
 
 
 def test_a_follower_keeps_the_leaders_batches_offsets_and_epochs_byte_for_byte(tmp_path):
@@ -76,9 +80,9 @@ def test_a_follower_keeps_the_leaders_batches_offsets_and_epochs_byte_for_byte(t
     data = leader.read(0, 1 << 20, True, to_log_end=True).records
     follower = replicated(tmp_path / "f", "t-0")
     follower.make_follower(4)
-    follower.log.append_as_follower(data)
+    follower.append_records_as_follower(data)
     assert follower.log_end_offset == 5
-    assert follower.log.leader_epoch_cache.entries() == [(4, 0)]
+    assert follower._log.leader_epoch_cache.entries() == [(4, 0)]
     assert follower.read(0, 1 << 20, True, to_log_end=True).records == data
-    follower.log.update_high_watermark(min(leader.high_watermark, follower.log_end_offset))
+    assert not follower.update_offsets_from_leader(leader.high_watermark, leader.log_start_offset)
     assert follower.high_watermark == 0

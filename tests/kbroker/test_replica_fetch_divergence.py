@@ -22,7 +22,7 @@ def log_with_epochs(tmp_path, name: str, epochs: list[tuple[int, int]]):
     offset = 0
     for epoch, n in epochs:
         b = batch(n, base_offset=offset, partition_leader_epoch=epoch)
-        p.log.append_as_follower(b)
+        p.append_records_as_follower(b)
         offset += n
     return p
 
@@ -66,14 +66,14 @@ def test_a_follower_in_step_gets_records_up_to_the_leo_and_moves_the_high_waterm
 
 def truncate(follower, epoch: int, end: int) -> int:
     me = SimpleNamespace(leader_id=1)
-    ReplicaFetcher._truncate_to_diverging(me, ("t", 0), follower.log, epoch, end)
+    ReplicaFetcher._truncate_to_diverging(me, ("t", 0), follower, epoch, end)
     return follower.log_end_offset
 
 
 def test_the_follower_truncates_to_the_end_of_the_last_epoch_both_logs_share(tmp_path):
     follower = log_with_epochs(tmp_path, "f", [(0, 5), (1, 2)])
     assert truncate(follower, 0, 5) == 5
-    assert follower.log.leader_epoch_cache.entries() == [(0, 0)]
+    assert follower._log.leader_epoch_cache.entries() == [(0, 0)]
 
 
 def test_a_follower_that_never_had_the_leaders_epoch_goes_back_to_its_own_earlier_epoch(tmp_path):
@@ -96,11 +96,11 @@ def test_an_epoch_this_broker_led_without_appending_is_dropped_so_the_next_fetch
     follower = log_with_epochs(tmp_path, "f", [(0, 5)])
     follower.make_leader(3, 0, [2], [1, 2], local_id=2, replica_lag_time_max_ms=30_000)   # led, wrote nothing
     follower.make_follower(4)
-    assert follower.log.latest_epoch == 3
+    assert follower.latest_epoch == 3
     leader = log_with_epochs(tmp_path, "l", [(0, 5)])
     leader.make_leader(4, 0, [1, 2], [1, 2], local_id=1, replica_lag_time_max_ms=30_000)
     pd = fetch(leader, 5, 3)
     assert (pd.diverging_epoch.epoch, pd.diverging_epoch.end_offset) == (0, 5)
     assert truncate(follower, 0, 5) == 5
-    assert follower.log.latest_epoch == 0            # Kafka's truncateTo trims the cache at the LEO too
+    assert follower.latest_epoch == 0            # Kafka's truncateTo trims the cache at the LEO too
     assert fetch(leader, 5, 0).diverging_epoch.epoch == -1

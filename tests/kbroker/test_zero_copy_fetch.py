@@ -201,7 +201,7 @@ def test_segments_deleted_by_retention_while_their_bytes_wait_to_be_sent_are_sti
             partition_index=0, offset=int(segments[2].stem))])], timeout_ms=30_000), 2, DeleteRecordsResponse)
     assert resp.topics[0].partitions[0].error_code == 0
     admin.close()
-    b.broker.state.partition(TOPIC, 0).log.delete_old_segments()   # the retention pass's next step
+    b.broker.state.log_manager.get_log((TOPIC, 0)).delete_old_segments()   # the retention pass's next step
     wait_until("the rolled segments are gone from disk",
                lambda: not any(p.with_suffix(s).exists() for p in rolled for s in (".log", ".deleted")))
 
