@@ -319,12 +319,6 @@ class GroupCoordinator:
         if group_ids:
             self.offsets.complete_txn(producer_id, group_ids, commit)
 
-    def fetch_group_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
-                            ) -> list:
-        """One group's answer for OffsetFetch (list of ``FetchedPartition``); never an
-        error for unknown groups or partitions."""
-        return self.offsets.fetch(group_id, topics)
-
     def offset_fetch(self, req: OffsetFetchRequest, version: int) -> Result:
         """OffsetFetch v1-8: v0-7 one group (top-level error from v2), v8 ``groups[]``."""
         if version >= 8:

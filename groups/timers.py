@@ -29,13 +29,6 @@ class Timers:
     def cancel(self, key: str) -> None:
         self._entries.pop(key, None)
 
-    def is_scheduled(self, key: str) -> bool:
-        return key in self._entries
-
-    def deadline_of(self, key: str) -> int | None:
-        entry = self._entries.get(key)
-        return entry[0] if entry else None
-
     def _drop_stale(self) -> None:
         heap = self._heap
         while heap:

@@ -41,11 +41,6 @@ def _write_text_atomically(path: str, text: str) -> None:
     replace_file(path, text.encode("utf-8"))
 
 
-def write_json_atomically(path: str, data: Any) -> None:
-    """Write ``data`` to ``path`` now, on the calling thread (start-up, tools)."""
-    _write_text_atomically(path, _dumps(data))
-
-
 def _done() -> Future[None]:
     f: Future[None] = Future()
     f.set_result(None)

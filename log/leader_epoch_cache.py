@@ -140,16 +140,6 @@ class LeaderEpochFileCache:
                 return requested_epoch, self._entries[0].start_offset
             return self._entries[higher - 1].epoch, self._entries[higher].start_offset
 
-    def epoch_for_offset(self, offset: int) -> int | None:
-        """The epoch the record at ``offset`` was written in, if known."""
-        with self._lock:
-            found = None
-            for e in self._entries:
-                if e.start_offset > offset:
-                    break
-                found = e.epoch
-            return found
-
     # ------------------------------------------------------------------ changes
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; True if the cache changed."""

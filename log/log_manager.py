@@ -308,11 +308,6 @@ class LogManager:
                 counts[parent] += 1
         return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
-    def update_topic_config(self, topic: str, config: LogConfig) -> None:
-        for (t, _), log in self.snapshot():
-            if t == topic:
-                log.update_config(config)
-
     def async_delete(self, tp: TopicPartition) -> Log | None:
         """Remove a partition: close it, rename its dir ``...-delete``, remove it later.
         Both steps of ``remove_log`` + ``finish_delete`` on the caller's thread."""

@@ -500,10 +500,6 @@ class ProducerStateManager:
             return b
         return a if b is None else min(a, b)
 
-    def oldest_txn_first_offsets(self) -> list[tuple[int, int]]:
-        """(producer id, first offset) of every open transaction, oldest first."""
-        return [(t.producer_id, t.first_offset) for t in self.ongoing_txns.values()]
-
     def _reset_txns_from_producers(self) -> None:
         self.unreplicated_txns.clear()
         self.ongoing_txns = {e.current_txn_first_offset: TxnMetadata(pid, e.current_txn_first_offset)
@@ -546,12 +542,6 @@ class ProducerStateManager:
 
     def latest_snapshot_offset(self) -> int | None:
         return next(reversed(self.snapshots), None) if self.snapshots else None
-
-    def oldest_snapshot_offset(self) -> int | None:
-        return next(iter(self.snapshots), None) if self.snapshots else None
-
-    def fetch_snapshot(self, offset: int) -> str | None:
-        return self.snapshots.get(offset)
 
     def _load_from_snapshot(self, log_start_offset: int, now_ms: int) -> None:
         while True:
@@ -600,10 +590,6 @@ class ProducerStateManager:
             self._remove_and_delete_snapshot(off)
         self.last_snap_offset = 0
         self.last_map_offset = offset
-
-    def delete_snapshots_before(self, offset: int) -> None:
-        for off in [o for o in self.snapshots if o < offset]:
-            self._remove_and_delete_snapshot(off)
 
     def _remove_and_delete_snapshot(self, offset: int) -> None:
         path = self.snapshots.pop(offset, None)

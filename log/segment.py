@@ -389,10 +389,6 @@ class LogSegment:
         except WireCorruptRecordError as e:
             raise CorruptRecordError(str(e)) from None
 
-    def has_overflow(self) -> bool:
-        next_offset = self.read_next_offset()
-        return next_offset > self.base_offset and not self.can_convert_to_relative_offset(next_offset - 1)
-
     # -- truncation
     def truncate_to(self, offset: int) -> int:
         """Remove batches and index entries with offsets >= ``offset`` (whole batches: the
@@ -533,10 +529,6 @@ class LogSegment:
 
     def last_modified(self) -> int:
         return os.stat(self.log.path).st_mtime_ns // 1_000_000
-
-    def largest_record_timestamp(self) -> int | None:
-        ts = self.max_timestamp_so_far()
-        return ts if ts >= 0 else None
 
     def largest_timestamp(self) -> int:
         ts = self.max_timestamp_so_far()

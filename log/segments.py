@@ -117,10 +117,6 @@ class LogSegments:
         offsets, segments = self._state
         return segments[offsets[-1]] if offsets else None
 
-    def first_segment(self) -> LogSegment | None:
-        offsets, segments = self._state
-        return segments[offsets[0]] if offsets else None
-
     def first_segment_base_offset(self) -> int | None:
         offsets = self._state[0]
         return offsets[0] if offsets else None
@@ -134,11 +130,6 @@ class LogSegments:
         offsets, segments = self._state
         i = bisect.bisect_right(offsets, offset)
         return segments[offsets[i]] if i < len(offsets) else None
-
-    def lower_segment(self, offset: int) -> LogSegment | None:
-        offsets, segments = self._state
-        i = bisect.bisect_left(offsets, offset) - 1
-        return segments[offsets[i]] if i >= 0 else None
 
     def higher_segments(self, offset: int) -> list[LogSegment]:
         offsets, segments = self._state
