@@ -34,6 +34,14 @@ if TYPE_CHECKING:
     from kbroker.metadata_view import MetadataView
     from kbroker.partition import Partition
     from wire.error_codes import ErrorCode
+    from wire.messages import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+    )
 
 TopicPartition = tuple[str, int]
 
@@ -122,6 +130,28 @@ class MetadataSource(Protocol):
     def view(self) -> MetadataView: ...
 
 
+class TopicAdmin(Protocol):
+    """Topics created, deleted and grown: a single node checks as Kafka's controller does and
+    opens or deletes its own logs (kbroker/local_topic_admin.py); in ZooKeeper mode the
+    controller's znodes are written and the answer waits for the metadata cache
+    (kbroker/zk_topic_admin.py).  Each answers a whole request, at once or later."""
+
+    def create_topics(self, req: CreateTopicsRequest, version: int
+                      ) -> CreateTopicsResponse | Awaitable[CreateTopicsResponse]: ...
+
+    def delete_topics(self, req: DeleteTopicsRequest, version: int
+                      ) -> DeleteTopicsResponse | Awaitable[DeleteTopicsResponse]: ...
+
+    def create_partitions(self, req: CreatePartitionsRequest
+                          ) -> CreatePartitionsResponse | Awaitable[CreatePartitionsResponse]: ...
+
+    def auto_create(self, names: list[str]) -> Mapping[str, int] | Awaitable[Mapping[str, int]]:
+        """Metadata's auto-creation of ``names`` (unknown, legal, not internal) with
+        ``num.partitions``: per topic the error its entry answers instead of its partitions
+        (a topic not in the answer is described as it now is)."""
+        ...
+
+
 class Controller(Protocol):
     """The cluster controller's admin operations, as the broker a client asked sees them
     (Kafka answers ElectLeaders and the reassignment APIs on the controller only).  A single
@@ -167,7 +197,7 @@ class Services:
     fetch_sessions: Any       # kbroker/fetch_session.py FetchSessionCache
     # ports being split out of the mode branches in handlers (each becomes a Protocol above,
     # with a single-node and a ZooKeeper implementation built by kbroker/wiring.py):
-    topic_admin: Any = None    # CreateTopics / DeleteTopics / CreatePartitions
+    topic_admin: TopicAdmin | None = None   # topics created, deleted, grown (set by kbroker/wiring.py)
     config_admin: Any = None   # AlterConfigs / IncrementalAlterConfigs, client quotas, SCRAM
     coordinators: Any = None   # FindCoordinator: where a group's / transactional id's coordinator is
     controller: Controller | None = None   # elections and reassignments (set by kbroker/wiring.py)

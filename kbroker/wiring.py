@@ -10,14 +10,18 @@ exist) and before the listeners accept a connection.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from kbroker.authorizer import ALLOW_ALL
 from kbroker.local_controller import LocalController
 from kbroker.local_replicas import LocalReplicas
+from kbroker.local_topic_admin import LocalTopicAdmin
 from kbroker.metadata_view import MetadataView, metadata_view
 from kbroker.services import Services
+from kbroker.topic_ids import name_for_id
 from kbroker.zk_controller import ZkController
+from kbroker.zk_topic_admin import ZkTopicAdmin
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
@@ -57,6 +61,8 @@ def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) ->
         fetch_waiters=state.fetch_waiters,
         fetch_sessions=state.fetch_sessions,
         cluster=cluster,
+        topic_admin=(ZkTopicAdmin(cluster.zk, cluster.cache, cluster.runner, cluster.live_brokers, state)
+                     if cluster is not None else LocalTopicAdmin(state, partial(name_for_id, state))),
         controller=(ZkController(cluster.runner, cluster.cache) if cluster is not None
                     else LocalController(state.node_id, state)),
     )

@@ -19,7 +19,7 @@ awaits (kazoo's threads do the I/O).
 
 Where it is used, and what ZooKeeper still away by the deadline answers:
 
-* CreateTopics, DeleteTopics, CreatePartitions (handlers/cluster_topics.py, zk_admin.py):
+* CreateTopics, DeleteTopics, CreatePartitions (zk_topic_admin.py, zk_admin.py):
   bound ``timeout_ms``; REQUEST_TIMED_OUT for the topic (retriable).
 * Auto-creation for Metadata (handlers/cluster_metadata.py): LEADER_NOT_AVAILABLE; for
   FindCoordinator / the transaction coordinator (handlers/cluster_groups.py):

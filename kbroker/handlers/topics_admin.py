@@ -1,318 +1,39 @@
 """CreateTopics (key 19) v2-7 and DeleteTopics (key 20) v1-6.
 
-CreateTopics, per topic, in the order Kafka's controller checks (ControllerApis,
-ReplicationControlManager): a name listed twice INVALID_REQUEST; an illegal name or one
-that collides with an existing topic on '.' vs '_' INVALID_TOPIC_EXCEPTION; an existing
-topic TOPIC_ALREADY_EXISTS; manual assignments together with a partition count or
-replication factor INVALID_REQUEST, assignments naming another broker
-INVALID_REPLICA_ASSIGNMENT; num_partitions -1 = num.partitions, below 1
-INVALID_PARTITIONS; replication_factor -1 = default.replication.factor, below 1 or above
-the one broker INVALID_REPLICATION_FACTOR; unknown or invalid configs INVALID_CONFIG.
-``validate_only`` checks without creating.  v5+ answers carry the partition count,
-replication factor and the topic's configs.  The partitions' logs open on an executor
-thread (kbroker/topic_creation.py); a topic being created counts as existing for these
-checks (Kafka's controller has it from the moment its records are written).  The answer
-waits for the partitions up to ``timeout_ms``; past it the topic answers REQUEST_TIMED_OUT
-(no message, partition count and configs reset) and the creation goes on, as Kafka's
-ZooKeeper-mode DelayedCreatePartitions does; ``timeout_ms <= 0`` waits however long it
-takes (see ``wait_for_creations``).  v7+ answers carry the new topic's id
-(kbroker/topic_ids.py; zero for ``validate_only``).
+Ports (kbroker/services.py): ``topic_admin``.
 
-DeleteTopics: by name (v1-5) or name/id (v6); unknown names UNKNOWN_TOPIC_OR_PARTITION,
-unknown ids UNKNOWN_TOPIC_ID, both given INVALID_REQUEST; the answer carries the topic's
-id, as a KRaft controller's does; ``delete.topic.enable=false``
-TOPIC_DELETION_DISABLED.  The topic leaves the broker's maps at once (on the event loop);
-closing its logs, renaming the partition dirs ``...-delete`` (removed after
-``log.segment.delete.delay.ms``) and rewriting the checkpoints take fsyncs, so they run on
-an executor thread and the response waits for them (a client that deletes then re-creates
-a topic finds the old dirs gone).  Creating a topic whose deletion has not finished yet
-answers TOPIC_ALREADY_EXISTS "Topic 'x' is marked for deletion." as Kafka's ZooKeeper-mode
-AdminZkClient does.
+Both are answered whole by the broker's ``TopicAdmin``, as Kafka's KafkaApis hands them to
+its admin manager: a single node checks each topic as Kafka's controller does and creates or
+deletes its own logs off the event loop (kbroker/local_topic_admin.py, which states the
+checks, messages and waits); in ZooKeeper mode only the controller serves them (NOT_CONTROLLER
+elsewhere), writing the topic znodes and waiting for the metadata cache to show the result
+(kbroker/zk_topic_admin.py).  CreateTopics v5+ answers carry the partition count,
+replication factor and configs, v7+ the topic's id; DeleteTopics v6 deletes by name or id.
+The per-topic authorization (Create, Delete; DescribeConfigs for v5+ configs) wraps these
+handlers (kbroker/admin_authz.py).
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Awaitable
-from typing import Any
 
-from kbroker.config_describe import to_config_string
-from kbroker.dynamic_broker_configs import broker_config_synonyms
-from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
-from kbroker.topic_configs import TopicConfigStore
-from kbroker.topic_creation import creation_error_code
-from kbroker.topic_ids import name_for_id
-from kbroker.topic_names import invalid_reason, is_internal, unify_collision_chars
-from log.config import DEFAULTS as TOPIC_DEFAULTS
-from log.config import SERVER_SYNONYMS
-from wire.error_codes import ErrorCode
 from wire.messages import (
-    ZERO_UUID,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
 
-Result = CreateTopicsResponse.CreatableTopicResult
-# DescribeConfigs config sources
-SOURCE_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER = 1, 2, 3
-SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 4, 5
-
-
-def _fail(name: str, code: ErrorCode, message: str) -> Result:
-    return Result(name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
-                  num_partitions=-1, replication_factor=-1, configs=None)
-
-
-def _check(ctx: RequestContext, t: CreateTopicsRequest.CreatableTopic, dupes: set[str]
-           ) -> tuple[Result | None, int, dict[str, str]]:
-    """Validate one topic; returns (error result or None, partition count, config overrides)."""
-    state = ctx.broker
-    name = t.name
-    if name in dupes:
-        return _fail(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."), 0, {}
-    why = invalid_reason(name)
-    if why:
-        return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION, why), 0, {}
-    if name in state.topics or state.creations.creating(name):
-        return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."), 0, {}
-    if state.topic_being_deleted(name):
-        return _fail(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion."), 0, {}
-    unified = unify_collision_chars(name)
-    for other in [*state.topics, *state.creations.topics_in_flight()]:
-        if unify_collision_chars(other) == unified:
-            return _fail(name, ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic '{name}' collides with existing topic: {other}"), 0, {}
-    count = t.num_partitions
-    if t.assignments:
-        if t.num_partitions != -1 or t.replication_factor != -1:
-            return _fail(name, ErrorCode.INVALID_REQUEST,
-                         "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                         "Both cannot be used at the same time."), 0, {}
-        indexes = sorted(a.partition_index for a in t.assignments)
-        if indexes != list(range(len(indexes))):
-            return _fail(name, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                         "Partitions should be numbered 0 to n-1 without gaps."), 0, {}
-        for a in t.assignments:
-            if a.broker_ids != [state.node_id]:
-                return _fail(name, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Replica assignment {a.broker_ids} names brokers that are not "
-                             f"registered (only broker {state.node_id} is)."), 0, {}
-        count = len(indexes)
-    else:
-        if count == -1:
-            count = state.config["num.partitions"]
-        if count < 1:
-            return _fail(name, ErrorCode.INVALID_PARTITIONS,
-                         "Number of partitions was set to an invalid non-positive value."), 0, {}
-        rf = t.replication_factor
-        if rf == -1:
-            rf = state.config["default.replication.factor"]
-        if rf < 1:
-            return _fail(name, ErrorCode.INVALID_REPLICATION_FACTOR,
-                         "Replication factor must be larger than 0, or -1 to use the default value."), 0, {}
-        if rf > 1:
-            return _fail(name, ErrorCode.INVALID_REPLICATION_FACTOR,
-                         f"Unable to replicate the partition {rf} time(s): The target replication "
-                         f"factor of {rf} cannot be reached because only 1 broker(s) are registered."), 0, {}
-    configs: dict[str, str] = {}
-    for c in t.configs:
-        if c.value is None:
-            return _fail(name, ErrorCode.INVALID_CONFIG,
-                         f"Null value not supported for topic configs: {c.name}"), 0, {}
-        configs[c.name] = c.value
-    try:
-        TopicConfigStore.validate(configs, state.config.log_config)
-    except KeyError as e:
-        return _fail(name, ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {e.args[0]}"), 0, {}
-    except ValueError as e:
-        return _fail(name, ErrorCode.INVALID_CONFIG, str(e)), 0, {}
-    return None, count, configs
-
-
-# Broker synonyms in hours or minutes give a topic config in milliseconds
-# (ServerTopicConfigSynonyms' HOURS_TO_MILLISECONDS / MINUTES_TO_MILLISECONDS converters).
-_TO_MS = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000,
-          "log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_000}
-
-
-def _config_entries(ctx: RequestContext, configs: dict[str, str]) -> list:
-    """The created topic's configs as Kafka's controller reports them
-    (KafkaConfigSchema.resolveEffectiveTopicConfigs): a config given at creation, as sent,
-    DYNAMIC_TOPIC_CONFIG; else the first broker synonym set per broker, then cluster-wide,
-    then statically (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
-    STATIC_BROKER_CONFIG), converted to the topic config's unit; else the topic config's
-    own default, DEFAULT_CONFIG.  (Unlike DescribeConfigs there is no dropWhile quirk:
-    log.retention.minutes alone gives retention.ms STATIC_BROKER_CONFIG here.)"""
-    state = ctx.broker
-    levels = [(state.dynamic_configs.level(str(state.node_id)), SOURCE_DYNAMIC_BROKER),
-              (state.dynamic_configs.level(""), SOURCE_DYNAMIC_DEFAULT_BROKER),
-              (state.static_config.originals, SOURCE_STATIC_BROKER)]
-    out = []
-    for name, default in sorted(TOPIC_DEFAULTS.items()):
-        value, source = to_config_string(default), SOURCE_DEFAULT
-        server = SERVER_SYNONYMS.get(name)
-        synonyms = broker_config_synonyms(server) if server is not None else []
-        if name in configs:
-            value, source = configs[name], SOURCE_TOPIC
-        else:
-            found = next(((values[s], level, s) for values, level in levels for s in synonyms if s in values), None)
-            if found is not None:
-                raw, source, synonym = found
-                value = str(int(raw) * _TO_MS[synonym]) if synonym in _TO_MS else raw
-        out.append(CreateTopicsResponse.CreatableTopicConfigs(
-            name=name, value=value, read_only=False, config_source=source, is_sensitive=False))
-    return out
-
 
 @REGISTRY.register(19, 2, 7)
 def handle_create_topics(ctx: RequestContext, req: CreateTopicsRequest
                          ) -> CreateTopicsResponse | Awaitable[CreateTopicsResponse]:
-    state = ctx.broker
-    if getattr(state, "cluster", None) is not None:   # cluster mode: the controller writes ZooKeeper
-        from kbroker.handlers.cluster_topics import create_topics  # noqa: PLC0415 - cycle
-        return create_topics(ctx, req)  # type: ignore[return-value]
-    v = ctx.api_version
-    names = [t.name for t in req.topics]
-    dupes = {n for n in names if names.count(n) > 1}
-    results = []
-    stored = []  # config override writes to wait for: Kafka answers once they are stored
-    creating: list[tuple[Result, asyncio.Future]] = []
-    for t in req.topics:
-        failed, count, configs = _check(ctx, t, dupes)
-        if failed is not None:
-            results.append(failed)
-            continue
-        r = Result(name=t.name, topic_id=ZERO_UUID if req.validate_only else state.topic_ids.get_or_assign(t.name),
-                   error_code=ErrorCode.NONE, error_message=None)
-        if not req.validate_only:
-            # the name is taken from here on; the partitions open on an executor thread
-            task = state.creations.start_topic(t.name, count, configs)
-            if task is not None:
-                creating.append((r, task))
-            if configs:
-                stored.append(state.topic_configs.durable())
-        if v >= 5:
-            r.num_partitions = count
-            r.replication_factor = 1
-            r.configs = _config_entries(ctx, configs)
-        results.append(r)
-    response = CreateTopicsResponse(throttle_time_ms=0, topics=results)
-    if not creating:
-        return answer_when_stored(response, stored)
-
-    async def answer_when_created() -> CreateTopicsResponse:
-        for r in await wait_for_creations(creating, req.timeout_ms):
-            # KafkaApis.handleCreateTopicsResults: "Reset any configs in the response if Create failed"
-            r.num_partitions, r.replication_factor = -1, -1
-            if r.configs is not None:
-                r.configs = []
-        for f in stored:
-            await asyncio.wrap_future(f)
-        return response
-
-    return answer_when_created()
-
-
-async def wait_for_creations(creating: list[tuple[Any, asyncio.Future]], timeout_ms: int) -> list[Any]:
-    """Wait up to ``timeout_ms`` for the creations; a result whose creation has not ended
-    by then answers REQUEST_TIMED_OUT (no message) while the creation goes on, one that
-    failed UNKNOWN_SERVER_ERROR (KAFKA_STORAGE_ERROR for a log dir's I/O error) with the failure (Kafka's ZooKeeper-mode
-    DelayedCreatePartitions: the answer waits until every new partition has a leader or
-    the request's timeout passes).  ``timeout_ms <= 0`` waits for the creation however long
-    it takes: Kafka's ZooKeeper mode answers such a request at once, before the partitions
-    have leaders, but confluent-kafka sends 0 by default and a client that produces right
-    after its CreateTopics would then meet UNKNOWN_TOPIC_OR_PARTITION (kbroker's creation
-    was synchronous before, and callers rely on a created topic being usable).
-    Returns the results given an error."""
-    await asyncio.wait([task for _, task in creating], timeout=timeout_ms / 1000 if timeout_ms > 0 else None)
-    failed = []
-    for r, task in creating:
-        if not task.done():
-            r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
-        elif task.exception() is not None:
-            exc = task.exception()
-            r.error_code = creation_error_code(exc)
-            r.error_message = str(exc)
-        else:
-            continue
-        failed.append(r)
-    return failed
+    return ctx.services.topic_admin.create_topics(req, ctx.api_version)
 
 
 @REGISTRY.register(20, 1, 6)
 def handle_delete_topics(ctx: RequestContext, req: DeleteTopicsRequest
                          ) -> DeleteTopicsResponse | Awaitable[DeleteTopicsResponse]:
-    state = ctx.broker
-    if getattr(state, "cluster", None) is not None:   # cluster mode: the controller's deletion manager
-        from kbroker.handlers.cluster_topics import delete_topics  # noqa: PLC0415 - cycle
-        return delete_topics(ctx, req)
-    removed_topics = []
-    v = ctx.api_version
-    if v >= 6:
-        wanted = [(t.name, t.topic_id) for t in req.topics]
-    else:
-        wanted = [(n, ZERO_UUID) for n in req.topic_names]
-    # a topic still being created or grown is deleted once its partitions are open (Kafka
-    # has it from the moment its records are written): else its late partitions would
-    # outlive the deletion
-    pending = [task for name, _ in wanted if name is not None
-               and (task := state.creations.in_flight(name)) is not None]
-    if pending:
-        async def delete_when_created() -> DeleteTopicsResponse:
-            await asyncio.wait(pending)
-            answer = handle_delete_topics(ctx, req)
-            return await answer if inspect.isawaitable(answer) else answer
-        return delete_when_created()
-    results = []
-    R = DeleteTopicsResponse.DeletableTopicResult
-    for name, topic_id in wanted:
-        if name is not None and topic_id != ZERO_UUID:   # ControllerApis.deleteTopics
-            results.append(R(name=name, topic_id=topic_id, error_code=ErrorCode.INVALID_REQUEST,
-                             error_message="You may not specify both topic name and topic id."))
-            continue
-        if name is None:   # v6 by id
-            name = name_for_id(state, topic_id)
-            if name is None:
-                code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id != ZERO_UUID else ErrorCode.INVALID_REQUEST
-                results.append(R(name=None, topic_id=topic_id, error_code=code, error_message=None))
-                continue
-        # the answer names the topic's id, as a KRaft controller's does
-        topic_id = (state.topic_ids.id_of(name) if name in state.topics else None) or topic_id
-        if not state.config["delete.topic.enable"]:
-            code = ErrorCode.TOPIC_DELETION_DISABLED
-        elif name not in state.topics:
-            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        elif is_internal(name):
-            code = ErrorCode.INVALID_REQUEST
-        else:
-            partitions = state.topics[name].partitions
-            removed_topics.append((name, state.delete_topic(name)))
-            # Kafka completes the DelayedFetches watching a removed partition at once
-            # (ReplicaManager.stopPartitions): parked fetches answer UNKNOWN_TOPIC_OR_PARTITION now.
-            for index in range(partitions):
-                state.fetch_waiters.notify((name, index))
-            # GroupCoordinator.onPartitionsDeleted: committed offsets of the topic leave every group
-            state.groups.on_partitions_deleted([(name, index) for index in range(partitions)])
-            code = ErrorCode.NONE
-        results.append(R(name=name, topic_id=topic_id, error_code=code, error_message=None))
-    response = DeleteTopicsResponse(throttle_time_ms=0, responses=results)
-    if not removed_topics:
-        return response
-
-    def finish() -> None:  # on an executor thread: fsyncs, renames, checkpoint writes
-        for name, removed in removed_topics:
-            state.finish_topic_deletion(name, removed)
-
-    stored = state.topic_configs.durable()  # the deleted topics' overrides are gone from the file
-
-    async def answer_when_finished() -> DeleteTopicsResponse:
-        await asyncio.get_running_loop().run_in_executor(None, finish)
-        await asyncio.wrap_future(stored)
-        return response
-
-    return answer_when_finished()
+    return ctx.services.topic_admin.delete_topics(req, ctx.api_version)

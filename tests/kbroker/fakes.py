@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.authorizer import ALLOW_ALL
+from kbroker.config import BrokerConfig
 from kbroker.local_replicas import LocalReplicas
 from kbroker.request_context import RequestContext
 from kbroker.services import Services
@@ -42,3 +43,20 @@ def context(api_key: int, api_version: int, svc: Services, *, principal: str = "
     """A request's context over ``svc`` (``broker`` only while handlers still read it)."""
     return RequestContext(api_key, api_version, 1, "test-client", broker, peer, principal, listener_name,
                           services=svc)
+
+
+class FixedConfig:
+    """A ``ConfigView`` of one static configuration (no dynamic broker configs): what a
+    handler test gives for ``services(config=...)``.  Advertises each listener as configured
+    (port 0 stays 0: nothing is bound)."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = self.static_config = config
+
+    def advertised_address(self, listener_name: str | None = None) -> tuple[str, int]:
+        listener = next((lst for lst in self.config.listeners if lst.name == listener_name), self.config.listeners[0])
+        return listener.host, listener.port
+
+
+def fixed_config(props: dict[str, str]) -> FixedConfig:
+    return FixedConfig(BrokerConfig(props))

@@ -23,10 +23,10 @@ from cluster.coordination import ConnectionLossError, NoNodeError, SessionExpire
 from cluster.fake_store import FakeZooKeeper
 from cluster.metadata_image import BrokerInfo
 from kbroker import zk_admin
-from kbroker.config import BrokerConfig
 from kbroker.config_entities import publish_entity
-from kbroker.handlers import cluster_topics
 from kbroker.zk_retry import ZkUnavailableError, until_connected
+from kbroker.zk_topic_admin import ZkTopicAdmin
+from tests.kbroker.fakes import fixed_config
 from wire.error_codes import ErrorCode
 from wire.messages import (
     CreatePartitionsRequest,
@@ -76,9 +76,9 @@ def _server() -> FakeZooKeeper:
     return server
 
 
-def _ctx(zk: Any, tmp_path: Any, api_version: int = 4) -> Any:
-    """Just enough of a RequestContext for the controller's topic handlers: an active
-    controller whose metadata cache has a leader for everything."""
+def _admin(zk: Any, tmp_path: Any) -> ZkTopicAdmin:
+    """The controller's topic admin over ``zk``: an active controller whose metadata cache
+    has a leader for everything, brokers 1-3 live."""
     brokers = [BrokerInfo(b, ()) for b in (1, 2, 3)]
 
     async def wait_ready(_timeout_s: float) -> bool:
@@ -89,11 +89,9 @@ def _ctx(zk: Any, tmp_path: Any, api_version: int = 4) -> Any:
 
     cache = SimpleNamespace(topic_names=lambda: [], topic=lambda name: None,
                             image=SimpleNamespace(leader=lambda topic, p: 1), wait_for=wait_for)
-    cluster = SimpleNamespace(zk=zk, runner=SimpleNamespace(wait_ready=wait_ready), cache=cache,
-                              live_brokers=lambda: brokers)
-    config = BrokerConfig({"node.id": "1", "log.dirs": str(tmp_path / "unused")})
-    return SimpleNamespace(broker=SimpleNamespace(cluster=cluster, config=config),
-                           api_version=api_version)
+    config = fixed_config({"node.id": "1", "log.dirs": str(tmp_path / "unused")})
+    runner = SimpleNamespace(wait_ready=wait_ready)
+    return ZkTopicAdmin(zk, cache, runner, lambda: brokers, config)  # type: ignore[arg-type]
 
 
 def _create(*names: str, timeout_ms: int = 5000) -> CreateTopicsRequest:
@@ -115,7 +113,7 @@ def _topic_id_in_zk(server: FakeZooKeeper, name: str) -> Any:
 def test_create_topics_waits_out_a_lost_connection_and_creates_the_topic(tmp_path, fault):
     server = _server()
     zk = FlakySession(server.session(), [fault])
-    resp = asyncio.run(cluster_topics.create_topics(_ctx(zk, tmp_path), _create("after-zk-restart")))
+    resp = asyncio.run(_admin(zk, tmp_path).create_topics(_create("after-zk-restart"), 4))
     [r] = resp.topics
     assert (r.name, r.error_code, r.error_message) == ("after-zk-restart", ErrorCode.NONE, None)
     assert r.topic_id == _topic_id_in_zk(server, "after-zk-restart")
@@ -126,7 +124,7 @@ def test_create_topics_waits_out_a_lost_connection_and_creates_the_topic(tmp_pat
 def test_a_creation_applied_before_its_answer_was_lost_is_found_again_not_already_existing(tmp_path):
     server = _server()
     zk = FlakySession(server.session(), [("multi", ConnectionLossError, True)])
-    resp = asyncio.run(cluster_topics.create_topics(_ctx(zk, tmp_path), _create("t")))
+    resp = asyncio.run(_admin(zk, tmp_path).create_topics(_create("t"), 4))
     [r] = resp.topics
     assert r.error_code == ErrorCode.NONE   # not TOPIC_ALREADY_EXISTS: the znode is its own
     assert r.topic_id == _topic_id_in_zk(server, "t")
@@ -148,7 +146,7 @@ def test_zookeeper_not_back_within_the_request_timeout_answers_request_timed_out
     zk = FlakySession(_server().session())
     zk.down = True
     started = time.monotonic()
-    resp = asyncio.run(cluster_topics.create_topics(_ctx(zk, tmp_path), _create("a", "b", timeout_ms=300)))
+    resp = asyncio.run(_admin(zk, tmp_path).create_topics(_create("a", "b", timeout_ms=300), 4))
     assert time.monotonic() - started < 3
     assert [(r.name, r.error_code) for r in resp.topics] == [
         ("a", ErrorCode.REQUEST_TIMED_OUT), ("b", ErrorCode.REQUEST_TIMED_OUT)]
@@ -163,16 +161,16 @@ def test_delete_topics_and_create_partitions_wait_out_a_lost_connection(tmp_path
         await zk_admin.create_topic(setup, "t", {0: [1]}, {})
         zk = FlakySession(server.session(), [("get", ConnectionLossError, False),
                                              ("set", ConnectionLossError, True)])
-        ctx = _ctx(zk, tmp_path)
-        resp = await cluster_topics.create_partitions(ctx, CreatePartitionsRequest(topics=[
+        admin = _admin(zk, tmp_path)
+        resp = await admin.create_partitions(CreatePartitionsRequest(topics=[
             CreatePartitionsRequest.CreatePartitionsTopic(name="t", count=3, assignments=None)],
             timeout_ms=5000, validate_only=False))
         assert [(r.name, r.error_code) for r in resp.results] == [("t", ErrorCode.NONE)]
         assert len(znodes.decode_topic(server.dump()[znodes.topic_path("t")]).partitions) == 3
 
         zk.faults = [("exists", SessionExpiredError, False), ("create", ConnectionLossError, True)]
-        resp = await cluster_topics.delete_topics(ctx, DeleteTopicsRequest(
-            topics=[], topic_names=["t"], timeout_ms=0))
+        resp = await admin.delete_topics(DeleteTopicsRequest(
+            topics=[], topic_names=["t"], timeout_ms=0), 4)
         assert [(r.name, r.error_code) for r in resp.responses] == [("t", ErrorCode.NONE)]
         assert znodes.delete_topic_path("t") in server.dump()
         assert not zk.faults
