@@ -2,31 +2,25 @@
 (kbroker/services.py) from the objects that implement its ports, once, at start-up.
 
 Single node: the state's stores, ``LocalReplicas`` (leads everything, acks=all returns at
-once), the single-node metadata view, ``AllowAll`` and ``NoAcls`` when no authorizer is
-configured, ``LocalConfigAdmin`` (config changes go to the log-dir stores).
-Cluster mode: the same stores, the runtime's ``ReplicaManager`` and its metadata cache's view,
-``ZkConfigAdmin`` (config changes go to ZooKeeper too).
+once), the single-node metadata view, ``AllowAll`` when no authorizer is configured.
+Cluster mode: the same stores, the runtime's ``ReplicaManager`` and its metadata cache's view.
 Called after ``ClusterRuntime.attach`` (the replica manager and the cluster-wide producer ids
 exist) and before the listeners accept a connection.
 """
 
 from __future__ import annotations
 
-import functools
+from functools import partial
 from typing import TYPE_CHECKING
 
-from kbroker.authorizer import ALLOW_ALL, NO_ACLS
-from kbroker.handlers.write_txn_markers import write_txn_markers
-from kbroker.local_config_admin import LocalConfigAdmin
+from kbroker.authorizer import ALLOW_ALL
 from kbroker.local_controller import LocalController
-from kbroker.local_coordinators import LocalCoordinators
 from kbroker.local_replicas import LocalReplicas
 from kbroker.local_topic_admin import LocalTopicAdmin
-from kbroker.metadata_view import ClusterMetadata, SingleNodeMetadata
+from kbroker.metadata_view import MetadataView, metadata_view
 from kbroker.services import Services
-from kbroker.zk_config_admin import ZkConfigAdmin
+from kbroker.topic_ids import name_for_id
 from kbroker.zk_controller import ZkController
-from kbroker.zk_coordinators import ZkCoordinators
 from kbroker.zk_inter_broker import NoInterBroker, ZkInterBroker
 from kbroker.zk_topic_admin import ZkTopicAdmin
 
@@ -37,18 +31,28 @@ if TYPE_CHECKING:
 __all__ = ["build_services"]
 
 
+class _StateMetadata:
+    """The ``MetadataSource`` port: one view per request over the broker's mode."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: BrokerState) -> None:
+        self._state = state
+
+    def view(self) -> MetadataView:
+        return metadata_view(self._state)
+
+
 def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) -> Services:
     replicas = cluster.replicas if cluster is not None else LocalReplicas()
     assert replicas is not None, "ClusterRuntime.attach() builds the replica manager first"
-    metadata = (ClusterMetadata(state.config.listeners[0].name, cluster.cache, lambda: cluster.controller_id)
-                if cluster is not None else SingleNodeMetadata(state))
-    services = Services(
+    return Services(
         node_id=state.node_id,
         cluster_id=state.cluster_id,
         config=state,
         catalog=state,
         replicas=replicas,
-        metadata=metadata,
+        metadata=_StateMetadata(state),
         authorizer=state.authorizer if state.authorizer is not None else ALLOW_ALL,
         groups=state.groups,
         txns=state.txns,
@@ -57,20 +61,11 @@ def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) ->
         scram=state.scram_credentials,
         fetch_waiters=state.fetch_waiters,
         fetch_sessions=state.fetch_sessions,
-        clock=state.clock,
         cluster=cluster,
         topic_admin=(ZkTopicAdmin(cluster.zk, cluster.cache, cluster.runner, cluster.live_brokers, state)
-                     if cluster is not None else LocalTopicAdmin(state, metadata.name_for_id)),
-        coordinators=(ZkCoordinators(cluster.cache, cluster.zk, state, state.txns) if cluster is not None
-                      else LocalCoordinators(state, state.groups, state.txns)),
-        config_admin=(ZkConfigAdmin(state, cluster.zk, cluster.cache) if cluster is not None
-                      else LocalConfigAdmin(state)),
-        acls=state.authorizer if state.authorizer is not None else NO_ACLS,
+                     if cluster is not None else LocalTopicAdmin(state, partial(name_for_id, state))),
         controller=(ZkController(cluster.runner, cluster.cache) if cluster is not None
                     else LocalController(state.node_id, state)),
         inter_broker=(ZkInterBroker(cluster, state.groups.on_partitions_deleted) if cluster is not None
                       else NoInterBroker()),
     )
-    # the transaction coordinator writes the markers of partitions this broker leads itself
-    state.txns.markers.local_writer = functools.partial(write_txn_markers, services)
-    return services
