@@ -1,5 +1,6 @@
 """Authorization of the consumer-group APIs, as Kafka's KafkaApis does it; used by
-kbroker/handlers/groups.py only when an authorizer is configured.
+kbroker/handlers/groups.py only when an authorizer is configured (the ``authorizer`` port's
+``configured``: without one, nothing is filtered).
 
 * JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit: Read on the group, else the
   whole request answers GROUP_AUTHORIZATION_FAILED.  OffsetCommit then needs Read on each
@@ -12,7 +13,8 @@ kbroker/handlers/groups.py only when an authorizer is configured.
 * ListGroups: every group with Describe on the cluster, else those the principal may
   Describe.  DeleteGroups: Delete per group.  OffsetDelete: Delete on the group, Read per topic.
 * FindCoordinator: Describe on the group (key type 0) or on the transactional id (key type 1),
-  else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED (per key in v4+).
+  else GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED (per key in v4+; the handler answers
+  the refused keys after the others).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from wire.error_codes import ErrorCode
 from wire.messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
-    FindCoordinatorResponse,
     OffsetFetchResponse,
 )
 
@@ -50,7 +51,7 @@ def after(result: Any, fn: Callable[[Any], Any]) -> Any:
 def group_refusal(ctx: RequestContext, req: Any) -> Any | None:
     """The whole-request answer when the principal may not use the group; None otherwise
     (and always None without an authorizer)."""
-    if getattr(ctx.broker, "authorizer", None) is None:
+    if not ctx.services.authorizer.configured:
         return None
     key = ctx.api_key
     if key in _READ_GROUP_APIS:
@@ -67,7 +68,7 @@ def group_refusal(ctx: RequestContext, req: Any) -> Any | None:
 
 
 def denied_topics(ctx: RequestContext, op: int, names: list[str]) -> set[str]:
-    if getattr(ctx.broker, "authorizer", None) is None:
+    if not ctx.services.authorizer.configured:
         return set()
     return {n for n in names if not authorize(ctx, op, TOPIC, n)}
 
@@ -172,42 +173,18 @@ def delete_groups(ctx: RequestContext, req: Any, call: Callable[[Any], Any]) -> 
     return after(call(req), finish)
 
 
-CHECKED: set[int] = set()   # ids of the FindCoordinator requests being answered after the check
-
-
-def find_coordinator(ctx: RequestContext, req: Any, handler: Callable[[Any], Any]) -> Any:
-    def call(r: Any) -> Any:
-        CHECKED.add(id(r))
-        try:
-            return handler(r)
-        finally:
-            CHECKED.discard(id(r))
-
-    def allowed(key_type: int, key: str) -> ErrorCode | None:
-        if key_type == 0 and not authorize(ctx, DESCRIBE, GROUP, key):
-            return GROUP_DENIED
-        if key_type == 1 and not authorize(ctx, DESCRIBE, TRANSACTIONAL_ID, key):
-            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        return None
-
-    if ctx.api_version < 4:
-        code = allowed(req.key_type, req.key)
-        if code is None:
-            return call(req)
-        return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=None,
-                                       node_id=-1, host="", port=-1)
-    denied = {k: c for k in req.coordinator_keys if (c := allowed(req.key_type, k)) is not None}
-    if not denied:
-        return call(req)
-    req.coordinator_keys = [k for k in req.coordinator_keys if k not in denied]
-
-    def finish(resp: Any) -> Any:
-        resp.coordinators += [FindCoordinatorResponse.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=c, error_message=None)
-                              for k, c in denied.items()]
-        return resp
-    if not req.coordinator_keys:
-        return finish(FindCoordinatorResponse(throttle_time_ms=0, coordinators=[]))
-    return after(call(req), finish)
+def coordinator_refusals(ctx: RequestContext, key_type: int, keys: list[str]) -> dict[str, ErrorCode]:
+    """FindCoordinator: the keys the principal may not Describe (a group for key type 0, a
+    transactional id for 1), with their error; none without an authorizer."""
+    if not ctx.services.authorizer.configured:
+        return {}
+    if key_type == 0:
+        resource, code = GROUP, GROUP_DENIED
+    elif key_type == 1:
+        resource, code = TRANSACTIONAL_ID, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        return {}   # an unknown key type is answered INVALID_REQUEST
+    return {k: code for k in keys if not authorize(ctx, DESCRIBE, resource, k)}
 
 
 def authorized_call(ctx: RequestContext, req: Any, call: Callable[[Any], Any]) -> Any:

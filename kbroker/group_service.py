@@ -71,6 +71,15 @@ if _SLOW_APPEND_MS:
                 "after up to %d ms", _SLOW_APPEND_MS)
 
 
+def offsets_topic_configs(cfg: Any) -> dict[str, str]:
+    """Kafka's ``GroupCoordinator.offsetsTopicConfigs`` (``cfg``: the effective config)."""
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(cfg["offsets.topic.segment.bytes"]),
+        "compression.type": "producer",
+    }
+
+
 class GroupService:
     def __init__(self, state: BrokerState):
         self.state = state
@@ -113,12 +122,7 @@ class GroupService:
         self._follow_topic_partitions()
 
     def topic_configs(self) -> dict[str, str]:
-        """Kafka's ``GroupCoordinator.offsetsTopicConfigs``."""
-        return {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(self.state.config["offsets.topic.segment.bytes"]),
-            "compression.type": "producer",
-        }
+        return offsets_topic_configs(self.state.config)
 
     async def create_topic_off_loop(self) -> None:
         """Single node (FindCoordinator): ``ensure_topic`` with the topic's partitions opened

@@ -97,6 +97,11 @@ class MetadataView(Protocol):
 
     def has_topic(self, name: str) -> bool: ...
 
+    def has_partition(self, topic: str, index: int) -> bool:
+        """The cluster has this partition (on this broker or another; Kafka's
+        ``MetadataCache.contains``)."""
+        ...
+
     def is_live(self, broker_id: int) -> bool: ...
 
     def brokers(self, listener_name: str | None = None) -> list[BrokerView]:
@@ -215,6 +220,10 @@ class SingleNodeView(_Cached):
     def has_topic(self, name: str) -> bool:
         return name in self._state.topics
 
+    def has_partition(self, topic: str, index: int) -> bool:
+        info = self._state.topics.get(topic)
+        return info is not None and 0 <= index < info.partitions
+
     def topic(self, name: str) -> TopicView | None:
         state = self._state
         info = state.topics.get(name)
@@ -284,6 +293,9 @@ class ClusterView(_Cached):
 
     def has_topic(self, name: str) -> bool:
         return name in self._image.topics
+
+    def has_partition(self, topic: str, index: int) -> bool:
+        return self._image.partition(topic, index) is not None
 
     def topic(self, name: str) -> TopicView | None:
         info = self._image.topics.get(name)

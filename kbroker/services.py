@@ -23,16 +23,18 @@ imports this module, so the one-way import rule holds (handlers -> services -> v
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cluster.controller import ElectionOutcome, ElectionType
+    from groups import GroupCoordinator, Result
     from kbroker.catalog import TopicInfo
     from kbroker.config import BrokerConfig
     from kbroker.metadata_view import MetadataView
     from kbroker.partition import Partition
+    from txn import TransactionCoordinator
     from wire.error_codes import ErrorCode
     from wire.messages import (
         CreatePartitionsRequest,
@@ -203,6 +205,74 @@ class InterBroker(Protocol):
     def alter_partition(self, req: Any, version: int) -> Awaitable[Any]: ...
 
 
+# FindCoordinator's answer for one key: (error, message, node id, host, port); a key
+# without a coordinator is (error, message or None, -1, "", -1)
+Coordinator = tuple["ErrorCode", "str | None", int, str, int]
+
+
+class CoordinatorLocator(Protocol):
+    """Where a group's / a transactional id's coordinator is (FindCoordinator), on the
+    listener the request came on.  Single node: this broker, once the internal topic exists
+    (created on the first lookup; kbroker/local_coordinators.py).  ZooKeeper mode: the leader
+    of the key's internal-topic partition in the metadata cache, the topic created through
+    ZooKeeper on the first lookup (kbroker/zk_coordinators.py)."""
+
+    def group_coordinator(self, group_id: str, listener_name: str) -> Coordinator | Awaitable[Coordinator]:
+        """The answer now, or an awaitable of it while ``__consumer_offsets`` is created."""
+        ...
+
+    def transaction_coordinator(self, transactional_id: str, listener_name: str) -> Awaitable[Coordinator]:
+        """``transactional_id`` is not empty (the handler answers that)."""
+        ...
+
+
+class Groups(Protocol):
+    """The classic group coordinator on this broker (kbroker/group_service.py): the pure
+    ``groups.GroupCoordinator`` answers, ``answer`` stores its writes in
+    ``__consumer_offsets`` and returns the response (or an awaitable of it)."""
+
+    @property
+    def coordinator(self) -> GroupCoordinator: ...
+
+    def answer(self, result: Result) -> Any: ...
+
+    def ensure_topic(self) -> None:
+        """Single node: create ``__consumer_offsets`` if missing; both modes: hash groups
+        over the partitions it has."""
+        ...
+
+    def complete_txn_offsets(self, producer_id: int, producer_epoch: int, commit: bool,
+                             partitions: list[int]) -> None:
+        """A transaction's marker is in these ``__consumer_offsets`` partitions."""
+        ...
+
+
+class Transactions(Protocol):
+    """The transaction coordinator on this broker (kbroker/txn_service.py)."""
+
+    @property
+    def coordinator(self) -> TransactionCoordinator: ...
+
+    @property
+    def verification_enabled(self) -> bool:
+        """``transaction.partition.verification.enable`` (KIP-890 part 1)."""
+        ...
+
+    def call(self, start: Callable[[Callable[..., None]], None], build: Callable[..., Any]) -> Any:
+        """Run a coordinator call whose ``respond`` gets the answer's values: ``build(*values)``
+        now, or a future of it while the answer waits for replication or markers."""
+        ...
+
+
+class ProducerIds(Protocol):
+    """Producer ids never handed out twice (kbroker/producer_ids.py): a log-dir block file on
+    a single node, blocks claimed in ZooKeeper in cluster mode."""
+
+    def generate(self) -> int:
+        """The next id; ``ProducerIdsNotReady`` while the next block is being claimed."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """What handlers may reach.  Fields typed ``Any`` are ports whose ``Protocol`` is still
@@ -215,9 +285,9 @@ class Services:
     replicas: Replicas
     metadata: MetadataSource
     authorizer: Authorizer
-    groups: Any               # kbroker/group_service.py
-    txns: Any                 # kbroker/txn_service.py
-    producer_ids: Any         # generate() -> int (kbroker/producer_ids.py)
+    groups: Groups
+    txns: Transactions
+    producer_ids: ProducerIds
     quotas: Any               # kbroker/quotas.py
     scram: Any                # kbroker/scram_credentials.py
     fetch_waiters: Any        # kbroker/fetch_waiters.py
@@ -226,7 +296,7 @@ class Services:
     # with a single-node and a ZooKeeper implementation built by kbroker/wiring.py):
     topic_admin: TopicAdmin | None = None   # topics created, deleted, grown (set by kbroker/wiring.py)
     config_admin: Any = None   # AlterConfigs / IncrementalAlterConfigs, client quotas, SCRAM
-    coordinators: Any = None   # FindCoordinator: where a group's / transactional id's coordinator is
+    coordinators: CoordinatorLocator | None = None   # FindCoordinator (set by kbroker/wiring.py)
     controller: Controller | None = None   # elections and reassignments (set by kbroker/wiring.py)
     inter_broker: InterBroker | None = None   # LeaderAndIsr & co. (set by kbroker/wiring.py)
     # ZooKeeper mode's runtime (kbroker/cluster_runtime.py), None on a single node: the

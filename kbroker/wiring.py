@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING
 
 from kbroker.authorizer import ALLOW_ALL
 from kbroker.local_controller import LocalController
+from kbroker.local_coordinators import LocalCoordinators
 from kbroker.local_replicas import LocalReplicas
 from kbroker.local_topic_admin import LocalTopicAdmin
 from kbroker.metadata_view import MetadataView, metadata_view
 from kbroker.services import Services
 from kbroker.topic_ids import name_for_id
 from kbroker.zk_controller import ZkController
+from kbroker.zk_coordinators import ZkCoordinators
 from kbroker.zk_inter_broker import NoInterBroker, ZkInterBroker
 from kbroker.zk_topic_admin import ZkTopicAdmin
 
@@ -62,6 +64,8 @@ def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) ->
         fetch_waiters=state.fetch_waiters,
         fetch_sessions=state.fetch_sessions,
         cluster=cluster,
+        coordinators=(ZkCoordinators(cluster.cache, cluster.zk, state, state.txns) if cluster is not None
+                      else LocalCoordinators(state, state.groups, state.txns)),
         topic_admin=(ZkTopicAdmin(cluster.zk, cluster.cache, cluster.runner, cluster.live_brokers, state)
                      if cluster is not None else LocalTopicAdmin(state, partial(name_for_id, state))),
         controller=(ZkController(cluster.runner, cluster.cache) if cluster is not None

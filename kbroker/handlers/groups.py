@@ -1,12 +1,17 @@
 """The classic consumer-group APIs, adapted to ``groups.GroupCoordinator`` (kbroker/group_service.py).
 
-FindCoordinator 0-4 (v4+ batched keys; this broker coordinates every group; key type 1, the
-transaction coordinator, is answered by kbroker/handlers/transactions.py), JoinGroup 0-7, SyncGroup 0-5,
+Ports (kbroker/services.py): ``groups`` (the coordinator, and the store of its writes),
+``coordinators`` (FindCoordinator), ``metadata`` (OffsetCommit: does the cluster have the
+partition), ``authorizer`` (kbroker/group_authz.py).
+
+FindCoordinator 0-4 (v4+ batched keys): key type 0 a group, 1 a transactional id, each
+located by the ``coordinators`` port (a single node coordinates everything; in ZooKeeper
+mode the leader of the key's internal-topic partition), JoinGroup 0-7, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-4, OffsetCommit 2-8, OffsetFetch 1-8, DescribeGroups 0-5,
 ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0.  All seven classic-group APIs are
 advertised together: librdkafka enables consumer groups only when it sees all of them.
 
-OffsetCommit for a partition the broker does not have answers UNKNOWN_TOPIC_OR_PARTITION
+OffsetCommit for a partition the cluster does not have answers UNKNOWN_TOPIC_OR_PARTITION
 for that partition (KafkaApis checks the metadata cache before the coordinator sees it).
 
 Every answer leaves after the call's ``__consumer_offsets`` records are appended
@@ -18,12 +23,12 @@ connection.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kbroker import group_authz
 from kbroker.acl import READ
-from kbroker.handlers.cluster_groups import group_coordinator
-from kbroker.handlers.transactions import transaction_coordinator
 from kbroker.metadata_readiness import held_until_metadata_known
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
@@ -38,81 +43,78 @@ from wire.messages import (
 )
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
+# one key's answer: (error, message, node id, host, port), the CoordinatorLocator's
+Answer = tuple[ErrorCode, "str | None", int, str, int]
+Locate = Callable[[str], "Answer | Awaitable[Answer]"]
 
 
 @REGISTRY.register(10, 0, 4)
 @held_until_metadata_known   # cluster mode: coordinators come from the metadata cache
-def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    if getattr(ctx.broker, "authorizer", None) is not None and id(req) not in group_authz.CHECKED:
-        # kbroker/group_authz.py calls back here with the keys it allows
-        return group_authz.find_coordinator(ctx, req, lambda r: handle_find_coordinator(ctx, r))
-    state = ctx.broker
-    if req.key_type == TRANSACTION_KEY:
-        return _find_txn_coordinator(ctx, req)  # type: ignore[return-value]
-    if getattr(state, "cluster", None) is not None and req.key_type == GROUP_KEY:
-        return _find_group_coordinator_in_cluster(ctx, req)  # type: ignore[return-value]
-    if req.key_type == GROUP_KEY and not state.groups.topic_exists():
-        # __consumer_offsets' partitions open off the event loop; answer once they are open
-        async def when_created() -> FindCoordinatorResponse:
-            await state.groups.create_topic_off_loop()
-            return _single_node_coordinator(ctx, req)
-        return when_created()  # type: ignore[return-value]
-    return _single_node_coordinator(ctx, req)
+def handle_find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> Any:
+    """v0-3 ask for one key (``key``), v4+ for several (``coordinator_keys``), all of one key
+    type.  Keys the principal may not Describe are answered without a lookup, after the others
+    (Kafka's order); the others are located in turn, each once the one before is answered."""
+    batched = ctx.api_version >= 4
+    keys = req.coordinator_keys if batched else [req.key]
+    refused = group_authz.coordinator_refusals(ctx, req.key_type, keys)
+    allowed = [k for k in keys if k not in refused] if refused else keys
+    refusals = [(k, (code, None, -1, "", -1)) for k, code in refused.items()]
+
+    def respond(answers: list[Answer]) -> FindCoordinatorResponse:
+        entries = list(zip(allowed, answers, strict=True)) + refusals
+        if not batched:
+            ((_, (code, msg, node, host, port)),) = entries
+            return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
+                                           node_id=node, host=host, port=port)
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
+            FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port, error_code=code,
+                                                error_message=msg)
+            for key, (code, msg, node, host, port) in entries])
+
+    return group_authz.after(_in_turn(allowed, _locator(ctx, req.key_type)), respond)
 
 
-def _single_node_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    state = ctx.broker
-    host, port = state.advertised_address(ctx.listener_name)
-    if req.key_type == GROUP_KEY:
-        state.groups.ensure_topic()
-    if req.key_type == GROUP_KEY:
-        code, msg, node = ErrorCode.NONE, None, state.node_id
-    elif req.key_type == TRANSACTION_KEY:
-        code, msg, node = ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported", -1
-    else:
-        code, msg, node = ErrorCode.INVALID_REQUEST, f"Unknown key type {req.key_type}", -1
-    h, p = (host, port) if node >= 0 else ("", -1)
-    if ctx.api_version >= 4:
-        coordinators = [FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=h, port=p, error_code=code, error_message=msg)
-                        for key in req.coordinator_keys]
-        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
-                                   node_id=node, host=h, port=p)
+def _locator(ctx: RequestContext, key_type: int) -> Locate:
+    coordinators = ctx.services.coordinators
+    listener = ctx.listener_name
+    if key_type == GROUP_KEY:
+        return lambda group_id: coordinators.group_coordinator(group_id, listener)
+    if key_type == TRANSACTION_KEY:
+        def transaction(transactional_id: str) -> Answer | Awaitable[Answer]:
+            if not transactional_id:
+                return ErrorCode.INVALID_REQUEST, "Transactional id must be non-empty", -1, "", -1
+            return coordinators.transaction_coordinator(transactional_id, listener)
+        return transaction
+    unknown: Answer = (ErrorCode.INVALID_REQUEST, f"Unknown key type {key_type}", -1, "", -1)
+    return lambda key: unknown
 
 
-async def _find_txn_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    """Key type 1: the transaction coordinator (kbroker/handlers/transactions.py)."""
-    if ctx.api_version >= 4:
-        coordinators = []
-        for key in req.coordinator_keys:
-            code, msg, node, host, port = await transaction_coordinator(ctx, key)
-            coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port, error_code=code, error_message=msg))
-        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    code, msg, node, host, port = await transaction_coordinator(ctx, req.key)
-    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
-                                   node_id=node, host=host, port=port)
+def _in_turn(keys: list[str], locate: Locate) -> list[Answer] | Awaitable[list[Answer]]:
+    """Each key's answer, in order, the next key located only once the one before is
+    answered: the list now when every lookup answers at once, else an awaitable of it."""
+    answers: list[Answer] = []
+    for i, key in enumerate(keys):
+        answer = locate(key)
+        if inspect.isawaitable(answer):
+            return _rest_in_turn(answers, answer, keys[i + 1:], locate)
+        answers.append(answer)
+    return answers
 
 
-async def _find_group_coordinator_in_cluster(ctx: RequestContext, req: FindCoordinatorRequest
-                                            ) -> FindCoordinatorResponse:
-    """Cluster mode: the leader of the group's __consumer_offsets partition
-    (kbroker/handlers/cluster_groups.py)."""
-    if ctx.api_version >= 4:
-        coordinators = []
-        for key in req.coordinator_keys:
-            code, msg, node, host, port = await group_coordinator(ctx, key)
-            coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port, error_code=code, error_message=msg))
-        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    code, msg, node, host, port = await group_coordinator(ctx, req.key)
-    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=msg,
-                                   node_id=node, host=host, port=port)
+async def _rest_in_turn(answers: list[Answer], pending: Awaitable[Answer], keys: list[str],
+                        locate: Locate) -> list[Answer]:
+    answers.append(await pending)
+    for key in keys:
+        answer = locate(key)
+        answers.append(await answer if inspect.isawaitable(answer) else answer)
+    return answers
 
 
 @REGISTRY.register(11, 0, 7)
 def handle_join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
     if (refusal := group_authz.group_refusal(ctx, req)) is not None:
         return refusal
-    svc = ctx.broker.groups
+    svc = ctx.services.groups
     host = "/" + ctx.peer.rsplit(":", 1)[0] if ctx.peer else ""
     return svc.answer(svc.coordinator.join_group(req, ctx.api_version, client_id=ctx.client_id or "",
                                                  client_host=host))
@@ -122,25 +124,19 @@ def handle_join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
 def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     if (refusal := group_authz.group_refusal(ctx, req)) is not None:
         return refusal
-    state = ctx.broker
-    svc = state.groups
+    svc = ctx.services.groups
     unknown: dict[str, list[int]] = {}
     refused_topics = group_authz.denied_topics(ctx, READ, [t.name for t in req.topics])
     kept_topics = []
-    cluster = getattr(state, "cluster", None)
-
-    def exists(topic: str, index: int) -> bool:
-        # cluster mode: the partition may live on another broker; the metadata cache knows it
-        if cluster is not None:
-            return cluster.cache.image.partition(topic, index) is not None
-        return state.partition(topic, index) is not None
-
+    # the partition may live on another broker: the cluster's metadata knows whether it exists
+    metadata = ctx.services.metadata.view()
     for t in req.topics:
         if t.name in refused_topics:   # Read on the topic: TOPIC_AUTHORIZATION_FAILED below
             unknown[t.name] = [p.partition_index for p in t.partitions]
             continue
-        kept = [p for p in t.partitions if exists(t.name, p.partition_index)]
-        missing = [p.partition_index for p in t.partitions if not exists(t.name, p.partition_index)]
+        known = [metadata.has_partition(t.name, p.partition_index) for p in t.partitions]
+        kept = [p for p, k in zip(t.partitions, known, strict=True) if k]
+        missing = [p.partition_index for p, k in zip(t.partitions, known, strict=True) if not k]
         if missing:
             unknown[t.name] = missing
         if kept:
@@ -171,8 +167,8 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 def handle_describe_groups(ctx: RequestContext, req: DescribeGroupsRequest) -> Any:
     """The coordinator describes; the broker adds what the client may do to each group when
     asked (v3+), as Kafka's KafkaApis does for every group described without an error."""
-    svc = ctx.broker.groups
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    svc = ctx.services.groups
+    if ctx.services.authorizer.configured:
         return group_authz.describe_groups(
             ctx, req, lambda r: svc.answer(svc.coordinator.describe_groups(r, ctx.api_version)))
     resp = svc.answer(svc.coordinator.describe_groups(req, ctx.api_version))
@@ -187,8 +183,8 @@ def _register_passthrough(api_key: int, min_version: int, max_version: int, meth
     """APIs the coordinator answers as they are: call it, append its records, answer."""
 
     def handle(ctx: RequestContext, req: Any) -> Any:
-        svc = ctx.broker.groups
-        if getattr(ctx.broker, "authorizer", None) is not None:   # kbroker/group_authz.py
+        svc = ctx.services.groups
+        if ctx.services.authorizer.configured:   # kbroker/group_authz.py
             return group_authz.authorized_call(ctx, req, lambda r: svc.answer(
                 getattr(svc.coordinator, method)(r, ctx.api_version)))
         return svc.answer(getattr(svc.coordinator, method)(req, ctx.api_version))

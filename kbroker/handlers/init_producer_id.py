@@ -1,5 +1,8 @@
 """InitProducerId (key 22), v0-4.
 
+Ports (kbroker/services.py): ``producer_ids`` (idempotent producers), ``txns`` (with a
+transactional id).
+
 Non-transactional producers (transactional_id null) always get a fresh producer id with
 epoch 0, also when v3+ requests carry their current id and epoch (KIP-360): that is
 what Kafka does (``KafkaApis.handleInitProducerIdRequest``: an idempotent producer's
@@ -32,7 +35,7 @@ def handle_init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> 
     if req.transactional_id is not None:
         return _transactional(ctx, req)
     try:
-        pid = ctx.broker.producer_ids.generate()
+        pid = ctx.services.producer_ids.generate()
     except ProducerIdsNotReady:  # cluster mode, the next block not claimed yet: retriable
         return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                       producer_id=-1, producer_epoch=-1)
@@ -41,7 +44,7 @@ def handle_init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> 
 
 def _transactional(ctx: RequestContext, req: InitProducerIdRequest) -> Any:
     version = ctx.api_version
-    svc = ctx.broker.txns
+    svc = ctx.services.txns
     expected_pid = req.producer_id if version >= 3 else -1
     expected_epoch = req.producer_epoch if version >= 3 else -1
 

@@ -1,7 +1,11 @@
 """The transaction coordinator's APIs (txn/coordinator.py through kbroker/txn_service.py):
 AddPartitionsToTxn (24) 0-3 (v4 for brokers only), AddOffsetsToTxn (25) 0-3, EndTxn (26) 0-3,
-DescribeTransactions (65) 0, ListTransactions (66) 0-1, and FindCoordinator key type 1
-(``transaction_coordinator``, called from kbroker/handlers/groups.py).
+DescribeTransactions (65) 0, ListTransactions (66) 0-1.  FindCoordinator key type 1 is
+kbroker/handlers/groups.py's, through the ``coordinators`` port.
+
+Ports (kbroker/services.py): ``txns`` (the coordinator), ``groups`` (AddOffsetsToTxn: the
+group's ``__consumer_offsets`` partition), ``metadata`` (AddPartitionsToTxn: does the
+cluster have the partition).
 
 Versions: v0-3 of AddPartitionsToTxn are the client form (one transaction; one error for
 every partition, or per partition UNKNOWN_TOPIC_OR_PARTITION for partitions the broker does
@@ -18,14 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbroker.handlers.cluster_groups import create_internal_topic
 from kbroker.registry import INTER_BROKER, REGISTRY
 from kbroker.request_context import RequestContext
-from kbroker.topic_names import TRANSACTION_STATE_TOPIC
-from kbroker.txn_service import topic_configs
+from kbroker.topic_names import GROUP_METADATA_TOPIC
 from txn.states import TxnState
 from wire.error_codes import ErrorCode
-from wire.java_hash import partition_for
 from wire.messages import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -58,22 +59,14 @@ def _topic_results(errors: dict[tuple[str, int], ErrorCode]) -> list[Any]:
     return [TopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
 
 
-def _partition_exists(ctx: RequestContext, topic: str, index: int) -> bool:
-    cluster = getattr(ctx.broker, "cluster", None)
-    if cluster is not None:
-        info = cluster.cache.topic(topic)
-        return info is not None and index in info.partitions
-    info = ctx.broker.topics.get(topic)
-    return info is not None and 0 <= index < info.partitions
-
-
 # ---------------------------------------------------------------- AddPartitionsToTxn
 @REGISTRY.register(24, 0, 3)
 def handle_add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Any:
     version = ctx.api_version
-    svc = ctx.broker.txns
+    svc = ctx.services.txns
     partitions = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
-    unknown = {tp for tp in partitions if not _partition_exists(ctx, *tp)}
+    metadata = ctx.services.metadata.view()   # the partition may live on another broker
+    unknown = {tp for tp in partitions if not metadata.has_partition(*tp)}
     if unknown:
         # KafkaApis: nothing is added when a partition is unknown
         return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(
@@ -95,7 +88,7 @@ async def handle_add_partitions_to_txn_batched(ctx: RequestContext, req: AddPart
     """v4: several transactions, from brokers (cluster mode only, not advertised: a client
     does not send it, and kafka-python would infer a 3.6 broker from it); ``verify_only``
     checks without adding (KIP-890 part 1, kbroker/txn_verification.py)."""
-    svc = ctx.broker.txns
+    svc = ctx.services.txns
     results = []
     for txn in req.transactions:
         partitions = [(t.name, p) for t in txn.topics for p in t.partitions]
@@ -120,8 +113,8 @@ def handle_add_offsets_to_txn(ctx: RequestContext, req: AddOffsetsToTxnRequest) 
     """The group's ``__consumer_offsets`` partition joins the transaction, so that its
     TxnOffsetCommit records get the transaction's marker."""
     version = ctx.api_version
-    svc = ctx.broker.txns
-    groups = ctx.broker.groups
+    svc = ctx.services.txns
+    groups = ctx.services.groups
     groups.ensure_topic()
     offsets_partition = groups.coordinator.partition_for(req.group_id)
 
@@ -130,14 +123,14 @@ def handle_add_offsets_to_txn(ctx: RequestContext, req: AddOffsetsToTxnRequest) 
 
     return svc.call(lambda respond: svc.coordinator.add_partitions(
         req.transactional_id, req.producer_id, req.producer_epoch,
-        {("__consumer_offsets", offsets_partition)}, respond), build)
+        {(GROUP_METADATA_TOPIC, offsets_partition)}, respond), build)
 
 
 # ---------------------------------------------------------------- EndTxn
 @REGISTRY.register(26, 0, 3)
 def handle_end_txn(ctx: RequestContext, req: EndTxnRequest) -> Any:
     version = ctx.api_version
-    svc = ctx.broker.txns
+    svc = ctx.services.txns
 
     def build(error: ErrorCode) -> EndTxnResponse:
         return EndTxnResponse(throttle_time_ms=0, error_code=_fenced_for(version, 2, error))
@@ -149,7 +142,7 @@ def handle_end_txn(ctx: RequestContext, req: EndTxnRequest) -> Any:
 # ---------------------------------------------------------------- admin
 @REGISTRY.register(65, 0, 0)
 def handle_describe_transactions(ctx: RequestContext, req: DescribeTransactionsRequest) -> Any:
-    coordinator = ctx.broker.txns.coordinator
+    coordinator = ctx.services.txns.coordinator
     states = []
     for txn_id in req.transactional_ids:
         error, md = coordinator.describe(txn_id)
@@ -174,7 +167,7 @@ def handle_describe_transactions(ctx: RequestContext, req: DescribeTransactionsR
 
 @REGISTRY.register(66, 0, 1)
 def handle_list_transactions(ctx: RequestContext, req: ListTransactionsRequest) -> Any:
-    coordinator = ctx.broker.txns.coordinator
+    coordinator = ctx.services.txns.coordinator
     states: set[TxnState] = set()
     unknown = []
     for name in req.state_filters:
@@ -194,40 +187,3 @@ def handle_list_transactions(ctx: RequestContext, req: ListTransactionsRequest) 
         transaction_states=[ListTransactionsResponse.TransactionState(
             transactional_id=md.transactional_id, producer_id=md.producer_id,
             transaction_state=md.state.state_name) for md in found])
-
-
-# ---------------------------------------------------------------- FindCoordinator
-Answer = tuple[ErrorCode, "str | None", int, str, int]  # code, message, node, host, port
-
-
-async def transaction_coordinator(ctx: RequestContext, transactional_id: str) -> Answer:
-    """FindCoordinator key type 1: the leader of the id's ``__transaction_state``
-    partition.  Single node: this broker (the topic is created now if missing).  Cluster
-    mode: from the metadata cache; the topic is created through ZooKeeper on the first
-    lookup, refused (COORDINATOR_NOT_AVAILABLE) while fewer brokers are alive than
-    ``transaction.state.log.replication.factor``, as Kafka does."""
-    state = ctx.broker
-    if not transactional_id:
-        return E.INVALID_REQUEST, "Transactional id must be non-empty", -1, "", -1
-    cluster = getattr(state, "cluster", None)
-    if cluster is None:
-        await state.txns.create_topic_off_loop()
-        host, port = state.advertised_address(ctx.listener_name)
-        return E.NONE, None, state.node_id, host, port
-    topic = cluster.cache.topic(TRANSACTION_STATE_TOPIC)
-    if topic is None:
-        refused = await _create_transaction_topic(ctx)
-        return E.COORDINATOR_NOT_AVAILABLE, refused, -1, "", -1
-    state.txns.topic_partitions_known(len(topic.partitions))
-    partition = partition_for(transactional_id, len(topic.partitions))
-    leader = cluster.cache.leader(TRANSACTION_STATE_TOPIC, partition)
-    broker = cluster.cache.broker(leader) if leader >= 0 else None
-    if broker is None or not broker.endpoints:
-        return E.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
-    e = broker.endpoint(ctx.listener_name) or broker.endpoints[0]
-    return E.NONE, None, leader, e.host, e.port
-
-
-async def _create_transaction_topic(ctx: RequestContext) -> str | None:
-    return await create_internal_topic(ctx, TRANSACTION_STATE_TOPIC, "transactions state topic",
-                                       "transaction.state.log", topic_configs(ctx.broker.config))

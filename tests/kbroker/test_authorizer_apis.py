@@ -228,3 +228,24 @@ def test_group_apis_check_the_group_per_entry(state):
     joined = call(state, 11, 7, JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000,
                                                  member_id="", protocol_type="consumer", protocols=[]))
     assert joined.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_find_coordinator_answers_refused_transactional_ids_after_the_located_ones(state):
+    from kbroker.acl import TRANSACTIONAL_ID
+    from wire.messages import FindCoordinatorRequest
+
+    grant(state, (TRANSACTIONAL_ID, "ok", LITERAL, DESCRIBE, ALLOW))
+    found = call(state, 10, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=["no", "ok", "", "ok"]))
+    assert [(c.key, c.error_code, c.node_id) for c in found.coordinators] == [
+        ("ok", 0, 1), ("ok", 0, 1), ("no", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1),
+        ("", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)]
+    as_admin = call(state, 10, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=["", "ok"]),
+                    principal="User:admin")
+    assert [(c.key, c.error_code, c.error_message, c.node_id) for c in as_admin.coordinators] == [
+        ("", ErrorCode.INVALID_REQUEST, "Transactional id must be non-empty", -1), ("ok", 0, None, 1)]
+    refused = call(state, 10, 3, FindCoordinatorRequest(key="no", key_type=1))
+    assert (refused.error_code, refused.node_id, refused.host, refused.port) == (
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1)
+    unknown = call(state, 10, 4, FindCoordinatorRequest(key_type=2, coordinator_keys=["x"]))
+    assert [(c.error_code, c.error_message) for c in unknown.coordinators] == [
+        (ErrorCode.INVALID_REQUEST, "Unknown key type 2")]

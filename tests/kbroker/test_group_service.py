@@ -12,10 +12,11 @@ import pytest
 from groups import partition_for
 from kbroker.group_service import GroupService
 from kbroker.handlers.groups import handle_offset_commit
-from kbroker.request_context import RequestContext
+from kbroker.metadata_view import SingleNodeView
 from log.clock import ManualClock
 from log.errors import RecordTooLargeError
 from tests.groups.helpers import GROUP, join_req, sync_req
+from tests.kbroker.fakes import context, services
 from wire.error_codes import ErrorCode
 from wire.messages import OffsetCommitRequest, OffsetFetchRequest
 
@@ -63,7 +64,8 @@ class _Topic:
 
 
 class _State:
-    """The slice of BrokerState that GroupService and the OffsetCommit handler use."""
+    """The slice of BrokerState that GroupService uses (and the single-node metadata view
+    the OffsetCommit handler reads)."""
 
     def __init__(self, offsets_partitions: int | None, configured: int = 50) -> None:
         self.clock = ManualClock(1_000_000)
@@ -91,13 +93,23 @@ class _State:
         return self.partitions[(OFFSETS, self.groups.coordinator.partition_for(group))].log
 
 
+class _Metadata:
+    """The metadata port over the fake state: the cluster is this node."""
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+
+    def view(self) -> SingleNodeView:
+        return SingleNodeView(self.state)  # type: ignore[arg-type]
+
+
 def _commit(state: _State, group: str, offset: int) -> list[int]:
     req = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
                               topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
                                   OffsetCommitRequest.OffsetCommitRequestPartition(
                                       partition_index=0, committed_offset=offset)])])
-    ctx = RequestContext(api_key=8, api_version=8, correlation_id=1, client_id="c", broker=state)
-    resp = handle_offset_commit(ctx, req)
+    ports = services(groups=state.groups, metadata=_Metadata(state))
+    resp = handle_offset_commit(context(8, 8, ports), req)
     return [p.error_code for t in resp.topics for p in t.partitions]
 
 

@@ -16,6 +16,7 @@ from kbroker.metadata_cache import MetadataCache
 from kbroker.metadata_view import metadata_view
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.zk_coordinators import ZkCoordinators
 from tests.kbroker.fakes import services
 from wire.messages import (
     DescribeClusterRequest,
@@ -49,7 +50,9 @@ def restarted_broker(tmp_path) -> SimpleNamespace:
 
 def call(state, api_key: int, request, version: int):
     ports = services(metadata=SimpleNamespace(view=lambda: metadata_view(state)), cluster=state.cluster,
-                     config=state, cluster_id=state.cluster_id)
+                     config=state, cluster_id=state.cluster_id,
+                     # __consumer_offsets is in the first update: FindCoordinator creates nothing
+                     coordinators=ZkCoordinators(state.cluster.cache, None, state, None))
     ctx = RequestContext(api_key, version, 1, "test", state, "127.0.0.1:5000", services=ports)
     return REGISTRY.get(api_key).handler(ctx, request)
 
