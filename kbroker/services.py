@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kbroker.config import BrokerConfig
     from kbroker.metadata_view import MetadataView
     from kbroker.partition import Partition
+    from log.clock import Clock
     from txn import TransactionCoordinator
     from wire.error_codes import ErrorCode
     from wire.messages import (
@@ -292,6 +293,7 @@ class Services:
     scram: Any                # kbroker/scram_credentials.py
     fetch_waiters: Any        # kbroker/fetch_waiters.py
     fetch_sessions: Any       # kbroker/fetch_session.py FetchSessionCache
+    clock: Clock              # the broker's clock (log/clock.py): ms timestamps it writes
     # ports being split out of the mode branches in handlers (each becomes a Protocol above,
     # with a single-node and a ZooKeeper implementation built by kbroker/wiring.py):
     topic_admin: TopicAdmin | None = None   # topics created, deleted, grown (set by kbroker/wiring.py)

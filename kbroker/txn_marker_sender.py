@@ -5,10 +5,10 @@ The coordinator hands over :class:`txn.MarkerJob` s; each round the sender group
 job's unwritten partitions by the partition's current leader and sends one
 WriteTxnMarkers request per broker with all the markers for it (Kafka batches per
 destination broker the same way).  The leader is this broker on a single node (always)
-and for partitions it leads in cluster mode: then the broker side
-(``kbroker.handlers.write_txn_markers.write_txn_markers``) is called directly, with no
-connection; other leaders get the request over an inter-broker link
-(kbroker/broker_channel.py).
+and for partitions it leads in cluster mode: then the broker side, ``local_writer``
+(``kbroker.handlers.write_txn_markers.write_txn_markers`` over the broker's ports, handed
+over by kbroker/wiring.py), is called directly, with no connection; other leaders get the
+request over an inter-broker link (kbroker/broker_channel.py).
 
 Per partition, as Kafka's ``TransactionMarkerRequestCompletionHandler``: NONE is written;
 a topic that no longer exists counts as written (Kafka drops deleted partitions from the
@@ -41,16 +41,8 @@ RETRY_BACKOFF_S = 0.1
 REQUEST_TIMEOUT_S = 30.0
 WRITE_TXN_MARKERS_VERSION = 1
 _DONE_WHEN_FENCED = (ErrorCode.TRANSACTION_COORDINATOR_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH)
-# a local call of the broker side: (state, request) -> response (or an awaitable of it)
-LocalWriter = Callable[["BrokerState", WriteTxnMarkersRequest], Any]
-
-
-def _default_local_writer() -> LocalWriter | None:
-    try:
-        from kbroker.handlers.write_txn_markers import write_txn_markers
-    except ImportError:  # the broker side is not there: markers wait (logged)
-        return None
-    return write_txn_markers
+# a local call of the broker side: request -> response (or an awaitable of it)
+LocalWriter = Callable[[WriteTxnMarkersRequest], Any]
 
 
 class TxnMarkerSender:
@@ -58,7 +50,9 @@ class TxnMarkerSender:
                  local_writer: LocalWriter | None = None) -> None:
         self.state = state
         self.coordinator = coordinator
-        self._local_writer = local_writer
+        # this broker's WriteTxnMarkers side; until it is set (kbroker/wiring.py) local
+        # markers wait, logged once
+        self.local_writer = local_writer
         self.jobs: list[MarkerJob] = []
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -178,14 +172,14 @@ class TxnMarkerSender:
 
     async def _roundtrip(self, broker: int, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse | None:
         if broker == self.state.node_id:
-            writer = self._local_writer or _default_local_writer()
+            writer = self.local_writer
             if writer is None:
                 if not self._warned:
                     self._warned = True
                     log.warning("no WriteTxnMarkers broker side (kbroker.handlers.write_txn_markers):"
                                 " transaction markers wait")
                 return None
-            response = writer(self.state, request)
+            response = writer(request)
             if inspect.isawaitable(response):
                 response = await response
             return response

@@ -10,10 +10,12 @@ exist) and before the listeners accept a connection.
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import TYPE_CHECKING
 
 from kbroker.authorizer import ALLOW_ALL
+from kbroker.handlers.write_txn_markers import write_txn_markers
 from kbroker.local_controller import LocalController
 from kbroker.local_coordinators import LocalCoordinators
 from kbroker.local_replicas import LocalReplicas
@@ -48,7 +50,7 @@ class _StateMetadata:
 def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) -> Services:
     replicas = cluster.replicas if cluster is not None else LocalReplicas()
     assert replicas is not None, "ClusterRuntime.attach() builds the replica manager first"
-    return Services(
+    services = Services(
         node_id=state.node_id,
         cluster_id=state.cluster_id,
         config=state,
@@ -63,6 +65,7 @@ def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) ->
         scram=state.scram_credentials,
         fetch_waiters=state.fetch_waiters,
         fetch_sessions=state.fetch_sessions,
+        clock=state.clock,
         cluster=cluster,
         coordinators=(ZkCoordinators(cluster.cache, cluster.zk, state, state.txns) if cluster is not None
                       else LocalCoordinators(state, state.groups, state.txns)),
@@ -73,3 +76,6 @@ def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) ->
         inter_broker=(ZkInterBroker(cluster, state.groups.on_partitions_deleted) if cluster is not None
                       else NoInterBroker()),
     )
+    # the transaction coordinator writes the markers of partitions this broker leads itself
+    state.txns.markers.local_writer = functools.partial(write_txn_markers, services)
+    return services

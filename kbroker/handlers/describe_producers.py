@@ -10,11 +10,12 @@ one (leader or follower: Kafka answers from any local log) lists every producer 
 state: epoch, last sequence, last batch's max timestamp, the coordinator epoch of its last
 marker and the first offset of its open transaction (-1: none), in producer id order
 (Kafka's map order is not defined; the admin client does not depend on it).
+
+Ports (kbroker/services.py): ``metadata`` (which topics and partitions the cluster has),
+``catalog`` (the partitions hosted here), ``authorizer``.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from kbroker.acl import READ, TOPIC
 from kbroker.authorizer import authorize
@@ -29,25 +30,11 @@ TopicResponse = DescribeProducersResponse.TopicResponse
 PartitionResponse = DescribeProducersResponse.PartitionResponse
 
 
-def _topic_known(state: Any, name: str) -> bool:
-    cluster = getattr(state, "cluster", None)
-    if cluster is not None:
-        return cluster.cache.topic(name) is not None
-    return name in state.topics
-
-
-def _partition_known(state: Any, name: str, index: int) -> bool:
-    cluster = getattr(state, "cluster", None)
-    if cluster is not None:
-        return cluster.cache.image.partition(name, index) is not None
-    info = state.topics.get(name)
-    return info is not None and 0 <= index < info.partitions
-
-
 @REGISTRY.register(61, 0, 0)
 def handle_describe_producers(ctx: RequestContext, req: DescribeProducersRequest
                               ) -> DescribeProducersResponse:
-    state = ctx.broker
+    catalog = ctx.services.catalog
+    metadata = ctx.services.metadata.view()   # a partition hosted elsewhere is still known
     topics = []
     for t in req.topics:
         error: tuple[ErrorCode, str | None] | None = None
@@ -55,7 +42,7 @@ def handle_describe_producers(ctx: RequestContext, req: DescribeProducersRequest
             error = (E.INVALID_TOPIC_EXCEPTION, why)
         elif not authorize(ctx, READ, TOPIC, t.name):
             error = (E.TOPIC_AUTHORIZATION_FAILED, None)
-        elif not _topic_known(state, t.name):
+        elif not metadata.has_topic(t.name):
             error = (E.UNKNOWN_TOPIC_OR_PARTITION, None)
         partitions = []
         for index in t.partition_indexes:
@@ -63,9 +50,9 @@ def handle_describe_producers(ctx: RequestContext, req: DescribeProducersRequest
                 partitions.append(PartitionResponse(partition_index=index, error_code=int(error[0]),
                                                     error_message=error[1]))
                 continue
-            partition = state.partition(t.name, index)
+            partition = catalog.partition(t.name, index)
             if partition is None:
-                code = E.NOT_LEADER_OR_FOLLOWER if _partition_known(state, t.name, index) \
+                code = E.NOT_LEADER_OR_FOLLOWER if metadata.has_partition(t.name, index) \
                     else E.UNKNOWN_TOPIC_OR_PARTITION
                 partitions.append(PartitionResponse(partition_index=index, error_code=int(code)))
                 continue

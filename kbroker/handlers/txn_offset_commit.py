@@ -21,12 +21,16 @@ verification, mapped as the group coordinator maps append errors), INVALID_TXN_S
 
 v4 (KIP-890 part 2's TRANSACTION_ABORTABLE) is not offered: transaction version 2 is not
 served (kbroker/handlers/transactions.py).
+
+Ports (kbroker/services.py): ``groups`` (the group coordinator), ``txns`` (the
+verification), ``metadata`` (does the cluster have the partition), ``catalog`` (the group's
+``__consumer_offsets`` partition here), ``authorizer``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbroker.acl import READ, TOPIC
 from kbroker.authorizer import authorize
@@ -35,6 +39,9 @@ from kbroker.request_context import RequestContext
 from kbroker.topic_names import GROUP_METADATA_TOPIC
 from wire.error_codes import ErrorCode
 from wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
+if TYPE_CHECKING:
+    from kbroker.services import Services
 
 log = logging.getLogger("kbroker.groups")
 
@@ -52,21 +59,14 @@ def _every(req: TxnOffsetCommitRequest, code: ErrorCode) -> TxnOffsetCommitRespo
         for t in req.topics])
 
 
-def _partition_exists(state: Any, topic: str, index: int) -> bool:
-    cluster = getattr(state, "cluster", None)
-    if cluster is not None:  # the partition may live on another broker
-        return cluster.cache.image.partition(topic, index) is not None
-    return state.partition(topic, index) is not None
-
-
-def verify_offsets_partition(state: Any, req: TxnOffsetCommitRequest) -> ErrorCode:
+def verify_offsets_partition(svc: Services, req: TxnOffsetCommitRequest) -> ErrorCode:
     """KIP-890 part 1 for the group's ``__consumer_offsets`` partition (see the module
     docstring); NONE when verification is off, not needed, or not possible here."""
-    txns = getattr(state, "txns", None)
-    if txns is None or not getattr(txns, "verification_enabled", False):
+    txns = svc.txns
+    if not txns.verification_enabled:
         return E.NONE
-    index = state.groups.coordinator.partition_for(req.group_id)
-    partition = state.partition(GROUP_METADATA_TOPIC, index)
+    index = svc.groups.coordinator.partition_for(req.group_id)
+    partition = svc.catalog.partition(GROUP_METADATA_TOPIC, index)
     if partition is not None and partition.has_ongoing_transaction(req.producer_id, req.producer_epoch):
         return E.NONE  # its transaction is open here: verified when it began
     c = txns.coordinator
@@ -85,18 +85,18 @@ def verify_offsets_partition(state: Any, req: TxnOffsetCommitRequest) -> ErrorCo
 
 @REGISTRY.register(28, 0, 3)
 def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Any:
-    state = ctx.broker
-    authorizer = getattr(state, "authorizer", None)
+    services = ctx.services
     refused: list[Any] = []   # (topic, partition indexes, error) answered here
     kept = []
+    metadata = services.metadata.view()   # the partition may live on another broker
     for t in req.topics:
-        if authorizer is not None and not authorize(ctx, READ, TOPIC, t.name):
+        if not authorize(ctx, READ, TOPIC, t.name):
             refused.append((t.name, [p.partition_index for p in t.partitions],
                             E.TOPIC_AUTHORIZATION_FAILED))
             continue
-        present = [p for p in t.partitions if _partition_exists(state, t.name, p.partition_index)]
+        present = [p for p in t.partitions if metadata.has_partition(t.name, p.partition_index)]
         missing = [p.partition_index for p in t.partitions
-                   if not _partition_exists(state, t.name, p.partition_index)]
+                   if not metadata.has_partition(t.name, p.partition_index)]
         if missing:
             refused.append((t.name, missing, E.UNKNOWN_TOPIC_OR_PARTITION))
         if present:
@@ -115,10 +115,10 @@ def handle_txn_offset_commit(ctx: RequestContext, req: TxnOffsetCommitRequest) -
     if not kept:
         return merge(TxnOffsetCommitResponse(throttle_time_ms=0, topics=[]))
     req.topics = kept
-    svc = state.groups
+    svc = services.groups
     early = svc.coordinator.group_error(req.group_id)
     if early is None and req.group_id:
-        verified = verify_offsets_partition(state, req)
+        verified = verify_offsets_partition(services, req)
         if verified is not E.NONE:
             log.info("TxnOffsetCommit of %s for group %s refused by verification: %s",
                      req.transactional_id, req.group_id, verified.name)

@@ -6,9 +6,9 @@ epoch, its coordinator epoch and the partitions of the transaction led by this b
 For each partition the leader appends one marker (a transactional control batch,
 log/control_batch.py) with origin COORDINATOR, which completes the producer's open
 transaction there: the LSO moves on and an abort is indexed in the segment's ``.txnindex``.
-As Kafka (acks=-1), a partition is answered once the ISR has its marker (cluster mode:
-the produce purgatory, kbroker/delayed_produce.py, up to ``request.timeout.ms``); on a
-single node at once.
+As Kafka (acks=-1), a partition is answered once the ISR has its marker
+(``replicas.wait_for_acks``, up to ``request.timeout.ms``: cluster mode's produce purgatory,
+kbroker/delayed_produce.py; at once on a single node).
 
 Per partition: UNKNOWN_TOPIC_OR_PARTITION when this broker hosts no such partition (Kafka's
 ``getMagic`` is empty), NOT_LEADER_OR_FOLLOWER when it does not lead it, the log's error
@@ -18,22 +18,27 @@ or the purgatory's (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND). The wh
 needs ClusterAction on the cluster: kbroker/admin_authz.py wraps the registered handler.
 
 Markers of ``__consumer_offsets`` partitions: once a marker is written,
-``state.groups.complete_txn_offsets(producer_id, producer_epoch, commit, partitions)``
+``groups.complete_txn_offsets(producer_id, producer_epoch, commit, partitions)``
 makes the transaction's pending offsets visible or drops them (Kafka's
 ``groupCoordinator.onTransactionCompleted``).
 
-``write_txn_markers(state, request)`` is the core, called directly by the coordinator's
-marker sender (kbroker/txn_marker_sender.py) when the leader is this broker itself; the
-registered handler is a thin wrapper around it.
+``write_txn_markers(services, request)`` is the core, called directly by the coordinator's
+marker sender (kbroker/txn_marker_sender.py; kbroker/wiring.py hands it over) when the leader
+is this broker itself; the registered handler is a thin wrapper around it.
+
+Ports (kbroker/services.py): ``catalog`` (the partitions), ``replicas`` (leadership, the
+acks=all wait), ``groups`` (the pending transactional offsets), ``clock`` (the marker's
+timestamp), ``config`` (``request.timeout.ms``).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.topic_names import GROUP_METADATA_TOPIC
 from log.control_batch import marker_batch
 from log.errors import LogError
 from log.producer_state import AppendOrigin
@@ -41,29 +46,27 @@ from wire.error_codes import ErrorCode
 from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 if TYPE_CHECKING:
-    from kbroker.broker_state import BrokerState
+    from kbroker.services import Services
 
 __all__ = ["write_txn_markers"]
 
 log = logging.getLogger(__name__)
 
-GROUP_METADATA_TOPIC = "__consumer_offsets"
 R = WriteTxnMarkersResponse
 
 
-def _append_marker(state: BrokerState, marker: WriteTxnMarkersRequest.WritableTxnMarker, topic: str,
-                   index: int, cluster: Any) -> tuple[ErrorCode, int]:
+def _append_marker(svc: Services, marker: WriteTxnMarkersRequest.WritableTxnMarker, topic: str,
+                   index: int) -> tuple[ErrorCode, int]:
     """Append one marker; (error, offset the HW must reach for acks=-1, or -1)."""
-    partition = state.partition(topic, index)
+    partition = svc.catalog.partition(topic, index)
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
-    if cluster is not None:
-        not_leader = cluster.replicas.leader_error(topic, index)
-        if not_leader is not None:
-            return not_leader, -1
+    not_leader = svc.replicas.leader_error(topic, index)
+    if not_leader is not None:
+        return not_leader, -1
     batch = marker_batch(commit=marker.transaction_result, producer_id=marker.producer_id,
                          producer_epoch=marker.producer_epoch, coordinator_epoch=marker.coordinator_epoch,
-                         timestamp_ms=state.clock.milliseconds())
+                         timestamp_ms=svc.clock.milliseconds())
     try:
         info = partition.append_records_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR)
     except LogError as e:
@@ -72,25 +75,22 @@ def _append_marker(state: BrokerState, marker: WriteTxnMarkersRequest.WritableTx
     return ErrorCode.NONE, info.last_offset + 1
 
 
-async def write_txn_markers(state: BrokerState, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+async def write_txn_markers(svc: Services, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     """Append every marker of ``req`` to the partitions this broker leads and answer once
     each is replicated (see the module docstring)."""
-    cluster = getattr(state, "cluster", None)
-    replicated = cluster is not None and getattr(cluster, "replicas", None) is not None
     errors: list[dict[tuple[str, int], ErrorCode]] = []
     awaiting: dict[tuple[str, int], int] = {}
     for marker in req.markers:
         per: dict[tuple[str, int], ErrorCode] = {}
         for t in marker.topics:
             for index in t.partition_indexes:
-                code, required = _append_marker(state, marker, t.name, index, cluster if replicated else None)
+                code, required = _append_marker(svc, marker, t.name, index)
                 per[(t.name, index)] = code
-                if code == ErrorCode.NONE and replicated:
+                if code == ErrorCode.NONE:
                     awaiting[(t.name, index)] = max(awaiting.get((t.name, index), 0), required)
         errors.append(per)
     if awaiting:
-        timeout_ms = state.config["request.timeout.ms"]
-        results = await cluster.replicas.delayed_produce.wait(awaiting, timeout_ms)  # type: ignore[union-attr]
+        results = await svc.replicas.wait_for_acks(awaiting, svc.config.config["request.timeout.ms"])
         for per in errors:
             for tp, code in per.items():
                 if code == ErrorCode.NONE and results.get(tp, ErrorCode.NONE) != ErrorCode.NONE:
@@ -99,7 +99,8 @@ async def write_txn_markers(state: BrokerState, req: WriteTxnMarkersRequest) -> 
     for marker, per in zip(req.markers, errors, strict=True):
         offsets_partitions = [i for (name, i), code in per.items() if name == GROUP_METADATA_TOPIC and code == ErrorCode.NONE]
         if offsets_partitions:
-            _complete_group_offsets(state, marker, offsets_partitions)
+            svc.groups.complete_txn_offsets(marker.producer_id, marker.producer_epoch, marker.transaction_result,
+                                            offsets_partitions)
         topics: dict[str, list[R.WritableTxnMarkerPartitionResult]] = {}
         for (name, index), code in per.items():
             topics.setdefault(name, []).append(R.WritableTxnMarkerPartitionResult(partition_index=index, error_code=code))
@@ -109,16 +110,6 @@ async def write_txn_markers(state: BrokerState, req: WriteTxnMarkersRequest) -> 
     return WriteTxnMarkersResponse(markers=out)
 
 
-def _complete_group_offsets(state: BrokerState, marker: WriteTxnMarkersRequest.WritableTxnMarker,
-                            partitions: list[int]) -> None:
-    groups = getattr(state, "groups", None)
-    complete = getattr(groups, "complete_txn_offsets", None)
-    if complete is None:   # TxnOffsetCommit not there yet: nothing pending to complete
-        log.warning("WriteTxnMarkers: no group service to complete the offsets of producer %d", marker.producer_id)
-        return
-    complete(marker.producer_id, marker.producer_epoch, marker.transaction_result, partitions)
-
-
 @REGISTRY.register(27, 0, 1)
 def handle_write_txn_markers(ctx: RequestContext, req: WriteTxnMarkersRequest) -> object:
-    return write_txn_markers(ctx.broker, req)
+    return write_txn_markers(ctx.services, req)

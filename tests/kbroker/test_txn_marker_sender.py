@@ -35,7 +35,7 @@ class ScriptedWriter:
         self.script = {tp: list(codes) for tp, codes in script.items()}
         self.requests: list[WriteTxnMarkersRequest] = []
 
-    def __call__(self, state: Any, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    def __call__(self, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
         self.requests.append(req)
         markers = []
         for m in req.markers:
