@@ -1,8 +1,11 @@
 """Authorization of the admin, transaction and inter-broker APIs, as Kafka's KafkaApis /
 AclApis check them, installed around the registered handlers (``install``, called by
 kbroker/handlers/__init__.py) so that the handlers stay as they are.  Every wrapper first
-tests ``state.authorizer is None`` and then calls the handler untouched: without an
-authorizer nothing changes.
+tests whether an authorizer is configured (``services.authorizer.configured``, False for the
+null object ``AllowAll``) and if not calls the handler untouched: without an authorizer
+nothing changes.
+
+Ports (kbroker/services.py): ``authorizer``, ``metadata`` (DeleteTopics v6: a topic id's name).
 
 Per API (operation on resource -> error):
 * CreateTopics: Create on the cluster, else Create per topic -> TOPIC_AUTHORIZATION_FAILED;
@@ -64,7 +67,6 @@ from kbroker.authz_responses import refused
 from kbroker.group_authz import after
 from kbroker.registry import INTER_BROKER, REGISTRY, ApiEntry, Registry
 from kbroker.request_context import RequestContext
-from kbroker.topic_ids import name_for_id
 from wire.error_codes import ErrorCode
 from wire.messages import AddPartitionsToTxnResponse, DescribeTransactionsResponse
 
@@ -110,7 +112,7 @@ def _topic_code(ctx: RequestContext, op: int) -> Callable[[str], int | None]:
 
 # ---------------------------------------------------------------- topics
 def create_topics(ctx: RequestContext, req: Any, call: Call) -> Any:
-    a = ctx.broker.authorizer
+    a = ctx.services.authorizer
     may_create_all = a.authorize(ctx.principal, client_host(ctx.peer), CREATE, CLUSTER, CLUSTER_NAME,
                                  log_if_denied=False)
     code = (lambda t: None) if may_create_all else (lambda t: _topic_code(ctx, CREATE)(t.name))
@@ -132,7 +134,7 @@ def delete_topics(ctx: RequestContext, req: Any, call: Call) -> Any:
         # by id (name null): the check is on the topic the id names (an unknown id passes
         # on, to answer UNKNOWN_TOPIC_ID)
         return split(ctx, req, call, "topics", "responses", lambda t: by_name(
-            t.name if t.name is not None else name_for_id(ctx.broker, t.topic_id)))
+            t.name if t.name is not None else ctx.services.metadata.name_for_id(t.topic_id)))
     return split(ctx, req, call, "topic_names", "responses", by_name)
 
 
@@ -310,7 +312,7 @@ def _wrap(registry: Registry, key: int, check: Callable[[RequestContext, Any, Ca
     inner = entry.handler
 
     def handler(ctx: RequestContext, req: Any) -> Any:
-        if getattr(ctx.broker, "authorizer", None) is None:
+        if not ctx.services.authorizer.configured:
             return inner(ctx, req)
         return check(ctx, req, lambda r: inner(ctx, r))
 

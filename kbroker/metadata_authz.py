@@ -10,6 +10,9 @@
 * ``cluster_authorized_operations`` (v8-10, when asked): 0 without Describe on the
   cluster, else the allowed cluster operations; ``topic_authorized_operations`` (v8+, when
   asked): the topic's allowed operations.
+
+Ports (kbroker/services.py): ``authorizer`` (``configured`` False: the null object
+``AllowAll``, nothing is filtered).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from wire.error_codes import ErrorCode
 def topic_access(ctx: RequestContext, names: list[Any], creatable: list[str],
                  all_topics: bool) -> tuple[list[Any], dict[str, int]]:
     """(the names to answer, name -> TOPIC_AUTHORIZATION_FAILED for those refused)."""
-    a = ctx.broker.authorizer
+    a = ctx.services.authorizer
     host = client_host(ctx.peer)
     if all_topics:
         return [n for n in names
@@ -42,13 +45,13 @@ def topic_access(ctx: RequestContext, names: list[Any], creatable: list[str],
 
 
 def cluster_operations(ctx: RequestContext, unrestricted: int) -> int:
-    if getattr(ctx.broker, "authorizer", None) is None:
+    if not ctx.services.authorizer.configured:
         return unrestricted
     return authorized_operations(ctx, CLUSTER, CLUSTER_NAME) if authorize_cluster(ctx, DESCRIBE) else 0
 
 
 def topic_operations(ctx: RequestContext, name: str, unrestricted: int) -> int:
     """``unrestricted``: the value without an authorizer (INT_MIN when not asked for)."""
-    if unrestricted == -(1 << 31) or getattr(ctx.broker, "authorizer", None) is None:
+    if unrestricted == -(1 << 31) or not ctx.services.authorizer.configured:
         return unrestricted
     return authorized_operations(ctx, TOPIC, name)

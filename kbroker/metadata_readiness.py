@@ -25,6 +25,9 @@ at most ``HOLD_S`` (under the Java clients' 30 s ``request.timeout.ms``), then a
 whatever it has.  Other requests are not held: the controller's own requests must get
 through (they are what ends the wait), and a Produce or Fetch answered NOT_LEADER sends the
 client to Metadata, which waits here.  Single-node mode knows its metadata from the start.
+
+Ports (kbroker/services.py): ``metadata`` (``known``, ``wait_known``: the single node's is
+always known, kbroker/metadata_view.py).
 """
 
 from __future__ import annotations
@@ -34,32 +37,25 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from kbroker.metadata_cache import MetadataCache
 from kbroker.request_context import RequestContext
 
-__all__ = ["HOLD_S", "held_until_metadata_known", "metadata_known"]
+__all__ = ["HOLD_S", "held_until_metadata_known"]
 
 HOLD_S = 25.0
 
 
-def metadata_known(cache: MetadataCache) -> bool:
-    """An UpdateMetadata has been applied: it always lists the live brokers, this one among
-    them (the controller sends it after seeing this broker registered)."""
-    return bool(cache.image.brokers)
-
-
 def held_until_metadata_known(handler: Callable[[RequestContext, Any], Any]) -> Callable[[RequestContext, Any], Any]:
-    """Wrap a handler so that, in cluster mode, it runs only once ``metadata_known`` (or
-    after ``HOLD_S``); answered at once otherwise, exactly as the handler answers."""
+    """Wrap a handler so that it runs only once the broker's metadata is known (or after
+    ``HOLD_S``); answered at once otherwise, exactly as the handler answers."""
 
     @functools.wraps(handler)
     def held(ctx: RequestContext, req: Any) -> Any:
-        cluster = getattr(ctx.broker, "cluster", None)
-        if cluster is None or metadata_known(cluster.cache):
+        metadata = ctx.services.metadata
+        if metadata.known():
             return handler(ctx, req)
 
         async def once_known() -> Any:
-            await cluster.cache.wait_for(lambda: metadata_known(cluster.cache), HOLD_S)
+            await metadata.wait_known(HOLD_S)
             answer = handler(ctx, req)
             return await answer if inspect.isawaitable(answer) else answer
         return once_known()

@@ -9,6 +9,12 @@ topics, partitions and brokers, the same interface over both modes of the broker
   the partition state znode has them, offline replicas = assigned replicas whose broker is
   not live (``getOfflineReplicas``), the real topic ids.
 
+``SingleNodeMetadata`` and ``ClusterMetadata`` are the two implementations of the
+``MetadataSource`` port (kbroker/services.py) that hand out these views, one per request,
+and answer what does not need one: a topic id's name, and whether the metadata is known yet
+(a single node knows it from the start; a ZooKeeper-mode broker once the controller's first
+UpdateMetadata is applied, kbroker/metadata_readiness.py).
+
 The handlers turn these values into each API's answer (which errors a partition gets,
 which replicas v0 filters); a view holds no protocol rules.  A view is read within one
 request on the event loop, so it reflects one state of the cache.
@@ -42,7 +48,7 @@ from __future__ import annotations
 
 import uuid
 import weakref
-from collections.abc import Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -51,10 +57,10 @@ from wire.messages import ZERO_UUID
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
-    from kbroker.cluster_runtime import ClusterRuntime
+    from kbroker.metadata_cache import MetadataCache
 
-__all__ = ["AnswerCache", "BrokerView", "ClusterView", "MetadataView", "PartitionView", "SingleNodeView",
-           "TopicView", "metadata_view"]
+__all__ = ["AnswerCache", "BrokerView", "ClusterMetadata", "ClusterView", "MetadataView", "PartitionView",
+           "SingleNodeMetadata", "SingleNodeView", "TopicView"]
 
 NO_LEADER = -1
 
@@ -275,18 +281,21 @@ class _ClusterTopic:
 
 
 class ClusterView(_Cached):
-    def __init__(self, state: BrokerState, cluster: ClusterRuntime) -> None:
-        self._listener = state.config.listeners[0].name
-        self._cluster = cluster
-        self._image = cluster.cache.image
+    def __init__(self, listener: str, cache: MetadataCache, controller_id: Callable[[], int]) -> None:
+        """``listener``: the first listener's name (brokers' endpoints default to it);
+        ``controller_id``: the controller as this broker last learned it
+        (``ClusterRuntime.controller_id``)."""
+        self._listener = listener
+        self._controller_id = controller_id
+        self._image = cache.image
         self._live = frozenset(self._image.brokers)
-        self._answers = _cache_of(cluster.cache)
+        self._answers = _cache_of(cache)
 
     @property
     def controller_id(self) -> int:
         # this broker's own /controller watch learns of a failover before the new
         # controller's UpdateMetadata arrives; else the cache's (-1 until the first one)
-        return self._cluster.controller_id
+        return self._controller_id()
 
     def topic_names(self) -> list[str]:
         return sorted(self._image.topics)
@@ -348,7 +357,56 @@ class ClusterView(_Cached):
         return out
 
 
-def metadata_view(state: BrokerState) -> MetadataView:
-    """The view for this broker's mode: the metadata cache in cluster mode, else itself."""
-    cluster = getattr(state, "cluster", None)
-    return ClusterView(state, cluster) if cluster is not None else SingleNodeView(state)
+class SingleNodeMetadata:
+    """The ``MetadataSource`` port of a single node: the broker describes itself."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: BrokerState) -> None:
+        self._state = state
+
+    def view(self) -> SingleNodeView:
+        return SingleNodeView(self._state)
+
+    def name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        """The topic whose partition.metadata files hold ``topic_id`` (kbroker/topic_ids.py),
+        while it exists here; None for ZERO_UUID or an unknown id."""
+        if topic_id == ZERO_UUID:
+            return None
+        name = self._state.topic_ids.name_of(topic_id)
+        return name if name is not None and name in self._state.topics else None
+
+    def known(self) -> bool:
+        return True
+
+    async def wait_known(self, timeout_s: float) -> bool:
+        return True
+
+
+class ClusterMetadata:
+    """The ``MetadataSource`` port in ZooKeeper mode: the metadata cache
+    (kbroker/metadata_cache.py) as the controller's UpdateMetadata requests left it."""
+
+    __slots__ = ("_listener", "_cache", "_controller_id")
+
+    def __init__(self, listener: str, cache: MetadataCache, controller_id: Callable[[], int]) -> None:
+        """As ``ClusterView``'s."""
+        self._listener = listener
+        self._cache = cache
+        self._controller_id = controller_id
+
+    def view(self) -> ClusterView:
+        return ClusterView(self._listener, self._cache, self._controller_id)
+
+    def name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        """The topic the cache knows by ``topic_id`` (one dict look-up); None for ZERO_UUID
+        or an unknown id."""
+        return None if topic_id == ZERO_UUID else self._cache.topic_name_for_id(topic_id)
+
+    def known(self) -> bool:
+        """An UpdateMetadata has been applied: it always lists the live brokers, this one among
+        them (the controller sends it after seeing this broker registered)."""
+        return bool(self._cache.image.brokers)
+
+    def wait_known(self, timeout_s: float) -> Awaitable[bool]:
+        return self._cache.wait_for(self.known, timeout_s)

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import uuid
+
     from cluster.controller import ElectionOutcome, ElectionType
     from groups import GroupCoordinator, Result
     from kbroker.catalog import TopicInfo
@@ -131,6 +133,20 @@ class MetadataSource(Protocol):
     (kbroker/metadata_view.py): take one per request, never keep it."""
 
     def view(self) -> MetadataView: ...
+
+    def name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        """The topic whose id is ``topic_id`` (None: ZERO_UUID or unknown, UNKNOWN_TOPIC_ID);
+        one dict look-up."""
+        ...
+
+    def known(self) -> bool:
+        """The metadata describes the cluster: always on a single node; in ZooKeeper mode once
+        the controller's first UpdateMetadata has been applied."""
+        ...
+
+    def wait_known(self, timeout_s: float) -> Awaitable[bool]:
+        """Until ``known()`` (True) or ``timeout_s`` seconds have passed (False)."""
+        ...
 
 
 class TopicAdmin(Protocol):

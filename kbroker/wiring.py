@@ -11,7 +11,6 @@ exist) and before the listeners accept a connection.
 from __future__ import annotations
 
 import functools
-from functools import partial
 from typing import TYPE_CHECKING
 
 from kbroker.authorizer import ALLOW_ALL
@@ -20,9 +19,8 @@ from kbroker.local_controller import LocalController
 from kbroker.local_coordinators import LocalCoordinators
 from kbroker.local_replicas import LocalReplicas
 from kbroker.local_topic_admin import LocalTopicAdmin
-from kbroker.metadata_view import MetadataView, metadata_view
+from kbroker.metadata_view import ClusterMetadata, SingleNodeMetadata
 from kbroker.services import Services
-from kbroker.topic_ids import name_for_id
 from kbroker.zk_controller import ZkController
 from kbroker.zk_coordinators import ZkCoordinators
 from kbroker.zk_inter_broker import NoInterBroker, ZkInterBroker
@@ -35,28 +33,18 @@ if TYPE_CHECKING:
 __all__ = ["build_services"]
 
 
-class _StateMetadata:
-    """The ``MetadataSource`` port: one view per request over the broker's mode."""
-
-    __slots__ = ("_state",)
-
-    def __init__(self, state: BrokerState) -> None:
-        self._state = state
-
-    def view(self) -> MetadataView:
-        return metadata_view(self._state)
-
-
 def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) -> Services:
     replicas = cluster.replicas if cluster is not None else LocalReplicas()
     assert replicas is not None, "ClusterRuntime.attach() builds the replica manager first"
+    metadata = (ClusterMetadata(state.config.listeners[0].name, cluster.cache, lambda: cluster.controller_id)
+                if cluster is not None else SingleNodeMetadata(state))
     services = Services(
         node_id=state.node_id,
         cluster_id=state.cluster_id,
         config=state,
         catalog=state,
         replicas=replicas,
-        metadata=_StateMetadata(state),
+        metadata=metadata,
         authorizer=state.authorizer if state.authorizer is not None else ALLOW_ALL,
         groups=state.groups,
         txns=state.txns,
@@ -70,7 +58,7 @@ def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) ->
         coordinators=(ZkCoordinators(cluster.cache, cluster.zk, state, state.txns) if cluster is not None
                       else LocalCoordinators(state, state.groups, state.txns)),
         topic_admin=(ZkTopicAdmin(cluster.zk, cluster.cache, cluster.runner, cluster.live_brokers, state)
-                     if cluster is not None else LocalTopicAdmin(state, partial(name_for_id, state))),
+                     if cluster is not None else LocalTopicAdmin(state, metadata.name_for_id)),
         controller=(ZkController(cluster.runner, cluster.cache) if cluster is not None
                     else LocalController(state.node_id, state)),
         inter_broker=(ZkInterBroker(cluster, state.groups.on_partitions_deleted) if cluster is not None

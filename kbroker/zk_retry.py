@@ -21,7 +21,7 @@ Where it is used, and what ZooKeeper still away by the deadline answers:
 
 * CreateTopics, DeleteTopics, CreatePartitions (zk_topic_admin.py, zk_admin.py):
   bound ``timeout_ms``; REQUEST_TIMED_OUT for the topic (retriable).
-* Auto-creation for Metadata (handlers/cluster_metadata.py): LEADER_NOT_AVAILABLE; for
+* Auto-creation for Metadata (zk_topic_admin.py): LEADER_NOT_AVAILABLE; for
   FindCoordinator, groups and transactions (zk_coordinators.py):
   COORDINATOR_NOT_AVAILABLE - both as while the topic has no leader yet; the client asks
   again.

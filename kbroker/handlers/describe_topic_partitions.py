@@ -3,6 +3,8 @@
 .getTopicMetadataForDescribeTopicResponse`` answers it, over the same ``MetadataView`` as
 Metadata (kbroker/metadata_view.py).
 
+Ports (kbroker/services.py): ``metadata``.
+
 Why both modes serve it: in Kafka only KRaft brokers do (the schema's listeners are
 ``["broker"]``; a ZooKeeper-mode KafkaApis throws INVALID_REQUEST and does not advertise
 it).  The Java AdminClient (3.8+) ``describeTopics`` uses it when ApiVersions lists it and
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 from kbroker.handlers.metadata import TOPIC_OPERATIONS
 from kbroker.metadata_readiness import held_until_metadata_known
-from kbroker.metadata_view import MetadataView, TopicView, metadata_view
+from kbroker.metadata_view import MetadataView, TopicView
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import invalid_reason, is_internal
@@ -112,4 +114,4 @@ def describe_topic_partitions(view: MetadataView, req: DescribeTopicPartitionsRe
 @REGISTRY.register(75, 0, 0)
 @held_until_metadata_known
 def handle_describe_topic_partitions(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> R:
-    return describe_topic_partitions(metadata_view(ctx.broker), req)
+    return describe_topic_partitions(ctx.services.metadata.view(), req)

@@ -1,6 +1,9 @@
 """Metadata (key 3), v0-12, one code path for both modes over a ``MetadataView``
 (kbroker/metadata_view.py: this broker alone, or the cluster metadata cache).
 
+Ports (kbroker/services.py): ``metadata``, ``topic_admin`` (auto-creation), ``config``,
+``authorizer``.
+
 * Topics: v0 ``[]`` = all topics; v1+ ``null`` = all, ``[]`` = none (brokers only); a name
   asked twice is answered once.
 * Per partition (Kafka's ``getPartitionMetadata``): leader, leader epoch, replicas, ISR,
@@ -11,12 +14,13 @@
 * Unknown topics are created when the broker allows it (``auto.create.topics.enable``) and
   the request does (v4+ ``allow_auto_topic_creation``; v1-3 always); internal topics never
   are; illegal names answer INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION.
-  Single node: the answer waits for the creation with ``num.partitions`` (its logs open
-  off the event loop), so it already describes the new topic (Kafka answers
+  The ``TopicAdmin`` creates them and says what each answers meanwhile.  Single node
+  (kbroker/local_topic_admin.py): the answer waits for the creation with ``num.partitions``
+  (its logs open off the event loop), so it already describes the new topic (Kafka answers
   LEADER_NOT_AVAILABLE first and the client asks again; every client handles both, this
   saves a round trip); a topic another request is creating, or whose deletion has not
-  finished, answers UNKNOWN_TOPIC_OR_PARTITION.  Cluster mode: see
-  cluster_metadata.py (znodes written, LEADER_NOT_AVAILABLE until leaders are elected).
+  finished, answers UNKNOWN_TOPIC_OR_PARTITION.  Cluster mode (kbroker/zk_topic_admin.py):
+  znodes written, LEADER_NOT_AVAILABLE until leaders are elected.
 * Single node: this broker is every partition's leader, replica and ISR, controller_id =
   node id (admin clients wait while it is -1), its topic ids (kbroker/topic_ids.py),
   v12+ lookups by topic id (unknown: UNKNOWN_TOPIC_ID, null name), ``is_internal`` for
@@ -26,20 +30,17 @@
 
 from __future__ import annotations
 
-import asyncio
+import inspect
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from kbroker.acl import DESCRIBE, TOPIC
 from kbroker.authorizer import authorize
-from kbroker.handlers.cluster_metadata import auto_create_in_cluster
 from kbroker.metadata_authz import cluster_operations, topic_access, topic_operations
 from kbroker.metadata_readiness import held_until_metadata_known
-from kbroker.metadata_view import MetadataView, PartitionView, TopicView, metadata_view
+from kbroker.metadata_view import MetadataView, PartitionView, TopicView
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
-from kbroker.topic_creation import creation_error_code
-from kbroker.topic_ids import name_for_id
 from kbroker.topic_names import invalid_reason, is_internal
 from wire.error_codes import ErrorCode
 from wire.messages import ZERO_UUID, MetadataRequest, MetadataResponse
@@ -114,7 +115,7 @@ def _requested_names(view: MetadataView, req: MetadataRequest, version: int) -> 
 def _to_create(ctx: RequestContext, view: MetadataView, req: MetadataRequest,
                names: list[Any]) -> list[str]:
     v = ctx.api_version
-    if not (ctx.broker.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)):
+    if not (ctx.services.config.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)):
         return []
     return [n for n in names if n is not None and not view.has_topic(n)
             and invalid_reason(n) is None and not is_internal(n)]
@@ -143,7 +144,7 @@ def _response(ctx: RequestContext, view: MetadataView, req: MetadataRequest, nam
         throttle_time_ms=0,
         brokers=[MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                  for b in view.brokers(ctx.listener_name)],
-        cluster_id=ctx.broker.cluster_id,
+        cluster_id=ctx.services.cluster_id,
         controller_id=view.controller_id,
         topics=topics,
         cluster_authorized_operations=(
@@ -162,11 +163,11 @@ def _response_by_ids(ctx: RequestContext, view: MetadataView, req: MetadataReque
     topic_ops = TOPIC_OPERATIONS if req.include_topic_authorized_operations else INT_MIN
     topics = []
     for topic_id in dict.fromkeys(t.topic_id for t in req.topics if t.topic_id != ZERO_UUID):
-        name = name_for_id(ctx.broker, topic_id)
+        name = ctx.services.metadata.name_for_id(topic_id)
         if name is None or not view.has_topic(name):
             topics.append(T(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id,
                             topic_authorized_operations=INT_MIN))
-        elif getattr(ctx.broker, "authorizer", None) is not None and not authorize(ctx, DESCRIBE, TOPIC, name):
+        elif ctx.services.authorizer.configured and not authorize(ctx, DESCRIBE, TOPIC, name):
             topics.append(T(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None, topic_id=topic_id,
                             topic_authorized_operations=INT_MIN))
         elif (entry := _topic_entry(view, name, topic_operations(ctx, name, topic_ops), v)) is not None:
@@ -195,36 +196,25 @@ def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
     if 10 <= ctx.api_version < 12 and req.topics and any(t.name is None or t.topic_id != ZERO_UUID
                                                          for t in req.topics):
         return _invalid_request(req)
-    state = ctx.broker
-    view = metadata_view(state)
+    services = ctx.services
+    view = services.metadata.view()
     if ctx.api_version >= 12 and req.topics and any(t.topic_id != ZERO_UUID for t in req.topics):
         return _response_by_ids(ctx, view, req)
     names = _requested_names(view, req, ctx.api_version)
     to_create = _to_create(ctx, view, req, names)
     denied: dict[str, int] = {}   # authorizer: TOPIC_AUTHORIZATION_FAILED (kbroker/metadata_authz.py)
-    if getattr(state, "authorizer", None) is not None:
+    if services.authorizer.configured:
         all_topics = req.topics is None or (ctx.api_version == 0 and not req.topics)
         names, denied = topic_access(ctx, names, to_create, all_topics)
         to_create = [n for n in to_create if n not in denied]
     if not to_create:
         return _response(ctx, view, req, names, denied)
-    if getattr(state, "cluster", None) is None:
-        # the partitions open off the event loop (kbroker/topic_creation.py); a topic whose
-        # creation or deletion is under way: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's
-        # AutoTopicCreationManager answers for a topic in flight
-        busy = {name: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for name in to_create
-                if state.creations.creating(name) or state.topic_being_deleted(name)}
-        started = {name: task for name in to_create if name not in busy
-                   if (task := state.creations.start_topic(name, state.config["num.partitions"])) is not None}
+    created = services.topic_admin.auto_create(to_create)
+    if not inspect.isawaitable(created):   # nothing to wait for: answered from the view as it is
+        return _response(ctx, view, req, names, {**created, **denied})
 
-        async def answer_when_created() -> MetadataResponse:
-            await asyncio.wait(started.values())
-            failed = {name: creation_error_code(exc) for name, task in started.items()
-                      if (exc := task.exception()) is not None}
-            return _response(ctx, view, req, names, {**busy, **failed, **denied})
-        return answer_when_created() if started else _response(ctx, view, req, names, {**busy, **denied})
-
-    async def create_then_answer() -> MetadataResponse:
-        errors = {name: await auto_create_in_cluster(ctx, name) for name in to_create}
-        return _response(ctx, metadata_view(state), req, names, {**errors, **denied})
-    return create_then_answer()
+    async def answer_when_created() -> MetadataResponse:
+        errors = await created
+        # a new view: the one above was taken before the topics existed
+        return _response(ctx, services.metadata.view(), req, names, {**errors, **denied})
+    return answer_when_created()

@@ -5,7 +5,6 @@ partition fields from the same metadata view as Metadata."""
 from __future__ import annotations
 
 import uuid
-from types import SimpleNamespace
 
 import pytest
 
@@ -14,6 +13,7 @@ from cluster.metadata_image import BrokerInfo, MetadataImage, PartitionInfo, Top
 from cluster.znodes import EndPoint
 from kbroker.error_responses import error_response
 from kbroker.handlers.describe_topic_partitions import TOPIC_OPERATIONS, describe_topic_partitions
+from kbroker.metadata_cache import MetadataCache
 from kbroker.metadata_view import ClusterView, PartitionView, TopicView
 from wire.codec import decode, encode
 from wire.error_codes import ErrorCode
@@ -144,9 +144,9 @@ def cluster_view() -> ClusterView:
     img.set_topic(TopicInfo("t", tid, {0: PartitionInfo((1, 2, 3)), 1: PartitionInfo((3, 2, 1))}))
     img.set_partition_state("t", 0, LeaderAndIsr(1, 4, (1, 2)), controller_epoch=1)
     img.set_partition_state("t", 1, LeaderAndIsr(3, 7, (3,)), controller_epoch=1)
-    state = SimpleNamespace(config=SimpleNamespace(listeners=[SimpleNamespace(name="PLAINTEXT")]))
-    runtime = SimpleNamespace(cache=SimpleNamespace(image=img), controller_id=2)
-    return ClusterView(state, runtime)  # type: ignore[arg-type]
+    cache = MetadataCache(broker_id=1)
+    cache.image = img
+    return ClusterView("PLAINTEXT", cache, lambda: 2)
 
 
 def test_cluster_partitions_show_the_isr_offline_replicas_a_dead_leader_as_minus_one_and_no_elr():

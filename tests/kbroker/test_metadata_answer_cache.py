@@ -5,7 +5,6 @@ cluster mode leader, ISR, leader epoch, replicas and a broker going away."""
 from __future__ import annotations
 
 import uuid
-from types import SimpleNamespace
 
 import pytest
 
@@ -13,22 +12,25 @@ import kbroker.handlers  # noqa: F401  (registers the handlers)
 from kbroker.broker_state import BrokerState
 from kbroker.config import BrokerConfig
 from kbroker.metadata_cache import MetadataCache
+from kbroker.metadata_view import ClusterMetadata
 from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.services import Services
+from kbroker.wiring import build_services
+from tests.kbroker.fakes import context, fixed_config, services
 from wire.error_codes import ErrorCode
 from wire.messages import DescribeTopicPartitionsRequest, MetadataRequest, UpdateMetadataRequest
 
 U = UpdateMetadataRequest
 
 
-def metadata(state, names=None, version=12):
+def metadata(svc: Services, names=None, version=12):
     topics = None if names is None else [MetadataRequest.MetadataRequestTopic(name=n) for n in names]
-    ctx = RequestContext(3, version, 1, "test", state, "127.0.0.1:5000")
-    return REGISTRY.get(3).handler(ctx, MetadataRequest(topics=topics, allow_auto_topic_creation=False))
+    return REGISTRY.get(3).handler(context(3, version, svc), MetadataRequest(topics=topics,
+                                                                             allow_auto_topic_creation=False))
 
 
-def rows(state, name, version=12):
-    (t,) = [t for t in metadata(state, [name], version).topics]
+def rows(svc: Services, name, version=12):
+    (t,) = [t for t in metadata(svc, [name], version).topics]
     return t.error_code, t.topic_id, [(p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes,
                                        p.isr_nodes, p.offline_replicas) for p in t.partitions]
 
@@ -36,11 +38,16 @@ def rows(state, name, version=12):
 # ------------------------------------------------------------------ single node
 
 @pytest.fixture
-def single(tmp_path):
+def state(tmp_path):
     s = BrokerState(BrokerConfig({"log.dirs": str(tmp_path), "auto.create.topics.enable": "false"}))
     s.create_topic("t", 2)
     yield s
     s.shutdown()
+
+
+@pytest.fixture
+def single(state):
+    return build_services(state)
 
 
 def test_an_unchanged_topic_answers_from_the_cache_with_the_same_partition_entries(single):
@@ -49,26 +56,26 @@ def test_an_unchanged_topic_answers_from_the_cache_with_the_same_partition_entri
     assert [p.partition_index for p in second.partitions] == [0, 1]
 
 
-def test_added_partitions_are_in_the_next_metadata_answer(single):
+def test_added_partitions_are_in_the_next_metadata_answer(state, single):
     assert len(rows(single, "t")[2]) == 2
-    single.add_partitions("t", 5)
+    state.add_partitions("t", 5)
     assert [r[0] for r in rows(single, "t")[2]] == [0, 1, 2, 3, 4]
 
 
-def test_a_deleted_topic_is_unknown_in_the_next_answer_and_created_again_has_its_new_id_and_count(single):
+def test_a_deleted_topic_is_unknown_in_the_next_answer_and_created_again_has_its_new_id_and_count(state, single):
     code, old_id, _ = rows(single, "t")
-    single.finish_topic_deletion("t", single.delete_topic("t"))
+    state.finish_topic_deletion("t", state.delete_topic("t"))
     assert rows(single, "t")[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    single.create_topic("t", 3)
+    state.create_topic("t", 3)
     code, new_id, parts = rows(single, "t")
     assert (code, len(parts)) == (0, 3)
     assert new_id not in (old_id, uuid.UUID(int=0))
     assert [t.name for t in metadata(single).topics] == ["t"]
 
 
-def test_a_new_topic_is_in_the_next_answer_for_all_topics(single):
+def test_a_new_topic_is_in_the_next_answer_for_all_topics(state, single):
     assert [t.name for t in metadata(single).topics] == ["t"]
-    single.create_topic("u", 1)
+    state.create_topic("u", 1)
     assert sorted(t.name for t in metadata(single).topics) == ["t", "u"]
 
 
@@ -92,12 +99,17 @@ TID = uuid.UUID(int=7)
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cache():
     cache = MetadataCache(broker_id=1)
     update(cache, topics=[("t", TID, [(0, 1, 0, [1, 2, 3], [1, 2, 3]), (1, 2, 0, [2, 3, 1], [2, 3, 1])])])
-    config = BrokerConfig({"log.dirs": str(tmp_path), "auto.create.topics.enable": "false"})
-    return SimpleNamespace(config=config, cluster=SimpleNamespace(cache=cache, controller_id=1),
-                           cluster_id="c", authorizer=None, node_id=1)
+    return cache
+
+
+@pytest.fixture
+def cluster(tmp_path, cache):
+    """A cluster-mode broker's ports for Metadata: its metadata cache, broker 1 the controller."""
+    config = fixed_config({"log.dirs": str(tmp_path), "auto.create.topics.enable": "false"})
+    return services(config=config, metadata=ClusterMetadata("PLAINTEXT", cache, lambda: 1), cluster_id="c")
 
 
 def test_an_unchanged_topic_answers_from_the_metadata_cache_with_the_same_partition_entries(cluster):
@@ -105,61 +117,60 @@ def test_an_unchanged_topic_answers_from_the_metadata_cache_with_the_same_partit
     assert second.partitions is first.partitions
 
 
-def test_a_leader_isr_and_epoch_change_is_in_the_next_answer(cluster):
+def test_a_leader_isr_and_epoch_change_is_in_the_next_answer(cluster, cache):
     assert rows(cluster, "t")[2][0] == (0, 0, 1, 0, [1, 2, 3], [1, 2, 3], [])
-    update(cluster.cluster.cache, topics=[("t", TID, [(0, 2, 1, [2, 3], [1, 2, 3])])])
+    update(cache, topics=[("t", TID, [(0, 2, 1, [2, 3], [1, 2, 3])])])
     assert rows(cluster, "t")[2] == [(0, 0, 2, 1, [1, 2, 3], [2, 3], []), (1, 0, 2, 0, [2, 3, 1], [2, 3, 1], [])]
 
 
-def test_a_change_of_one_partition_rebuilds_that_partition_and_keeps_the_others_entries(cluster):
+def test_a_change_of_one_partition_rebuilds_that_partition_and_keeps_the_others_entries(cluster, cache):
     before = metadata(cluster, ["t"]).topics[0].partitions
-    update(cluster.cluster.cache, topics=[("t", TID, [(1, 3, 5, [3], [2, 3, 1])])])
+    update(cache, topics=[("t", TID, [(1, 3, 5, [3], [2, 3, 1])])])
     after = metadata(cluster, ["t"]).topics[0].partitions
     assert after[0] is before[0]
     assert (after[1].leader_id, after[1].leader_epoch, after[1].isr_nodes) == (3, 5, [3])
 
 
-def test_a_reassignment_is_in_the_next_answer(cluster):
+def test_a_reassignment_is_in_the_next_answer(cluster, cache):
     rows(cluster, "t")
-    update(cluster.cluster.cache, topics=[("t", TID, [(1, 2, 1, [2, 3], [2, 3])])])
+    update(cache, topics=[("t", TID, [(1, 2, 1, [2, 3], [2, 3])])])
     assert rows(cluster, "t")[2][1] == (1, 0, 2, 1, [2, 3], [2, 3], [])
 
 
-def test_a_broker_going_away_makes_its_leaders_unavailable_and_its_replicas_offline_in_the_next_answer(cluster):
+def test_a_broker_going_away_makes_its_leaders_unavailable_and_its_replicas_offline_in_the_next_answer(cluster, cache):
     rows(cluster, "t")
-    update(cluster.cluster.cache, brokers=(1, 3))   # no partition state changes: only the live brokers
+    update(cache, brokers=(1, 3))   # no partition state changes: only the live brokers
     assert rows(cluster, "t")[2] == [
         (0, 0, 1, 0, [1, 2, 3], [1, 2, 3], [2]),
         (1, ErrorCode.LEADER_NOT_AVAILABLE, -1, 0, [2, 3, 1], [2, 3, 1], [2])]
     # v0 lists live replicas only and answers REPLICA_NOT_AVAILABLE: cached apart from v1+
     assert rows(cluster, "t", version=0)[2][0] == (0, ErrorCode.REPLICA_NOT_AVAILABLE, 1, 0, [1, 3], [1, 3], [2])
-    update(cluster.cluster.cache, brokers=(1, 2, 3))
+    update(cache, brokers=(1, 2, 3))
     assert rows(cluster, "t")[2][1] == (1, 0, 2, 0, [2, 3, 1], [2, 3, 1], [])
     assert rows(cluster, "t", version=0)[2][0] == (0, 0, 1, 0, [1, 2, 3], [1, 2, 3], [])
 
 
-def test_new_partitions_and_a_deletion_are_in_the_next_answer(cluster):
+def test_new_partitions_and_a_deletion_are_in_the_next_answer(cluster, cache):
     rows(cluster, "t")
-    update(cluster.cluster.cache, topics=[("t", TID, [(2, 3, 0, [3], [3])])])
+    update(cache, topics=[("t", TID, [(2, 3, 0, [3], [3])])])
     assert [r[0] for r in rows(cluster, "t")[2]] == [0, 1, 2]
-    update(cluster.cluster.cache, topics=[("t", TID, [(i, -2, 0, [], []) for i in range(3)])])  # LeaderDuringDelete
+    update(cache, topics=[("t", TID, [(i, -2, 0, [], []) for i in range(3)])])  # LeaderDuringDelete
     assert rows(cluster, "t")[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert metadata(cluster).topics == []
 
 
-def test_a_topic_created_again_answers_its_new_id_and_partitions(cluster):
+def test_a_topic_created_again_answers_its_new_id_and_partitions(cluster, cache):
     rows(cluster, "t")
-    update(cluster.cluster.cache, topics=[("t", TID, [(i, -2, 0, [], []) for i in range(2)])])
+    update(cache, topics=[("t", TID, [(i, -2, 0, [], []) for i in range(2)])])
     new_id = uuid.UUID(int=8)
-    update(cluster.cluster.cache, topics=[("t", new_id, [(0, 3, 0, [3], [3])])])
+    update(cache, topics=[("t", new_id, [(0, 3, 0, [3], [3])])])
     assert rows(cluster, "t") == (0, new_id, [(0, 0, 3, 0, [3], [3], [])])
 
 
-def test_describe_topic_partitions_sees_a_leader_change_made_after_a_metadata_answer(cluster):
+def test_describe_topic_partitions_sees_a_leader_change_made_after_a_metadata_answer(cluster, cache):
     rows(cluster, "t")
-    update(cluster.cluster.cache, topics=[("t", TID, [(0, 3, 4, [3], [1, 2, 3])])])
-    ctx = RequestContext(75, 0, 1, "test", cluster, "127.0.0.1:5000")
-    resp = REGISTRY.get(75).handler(ctx, DescribeTopicPartitionsRequest(
+    update(cache, topics=[("t", TID, [(0, 3, 4, [3], [1, 2, 3])])])
+    resp = REGISTRY.get(75).handler(context(75, 0, cluster), DescribeTopicPartitionsRequest(
         topics=[DescribeTopicPartitionsRequest.TopicRequest(name="t")], response_partition_limit=10))
     assert [(p.partition_index, p.leader_id, p.leader_epoch, p.isr_nodes) for p in resp.topics[0].partitions] == [
         (0, 3, 4, [3]), (1, 2, 0, [2, 3, 1])]

@@ -13,7 +13,7 @@ import kbroker.handlers  # noqa: F401  (registers the handlers)
 from kbroker import metadata_readiness
 from kbroker.config import BrokerConfig
 from kbroker.metadata_cache import MetadataCache
-from kbroker.metadata_view import metadata_view
+from kbroker.metadata_view import ClusterMetadata
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.zk_coordinators import ZkCoordinators
@@ -49,7 +49,9 @@ def restarted_broker(tmp_path) -> SimpleNamespace:
 
 
 def call(state, api_key: int, request, version: int):
-    ports = services(metadata=SimpleNamespace(view=lambda: metadata_view(state)), cluster=state.cluster,
+    cluster = state.cluster
+    ports = services(metadata=ClusterMetadata("PLAINTEXT", cluster.cache, lambda: cluster.controller_id),
+                     cluster=state.cluster,
                      config=state, cluster_id=state.cluster_id,
                      # __consumer_offsets is in the first update: FindCoordinator creates nothing
                      coordinators=ZkCoordinators(state.cluster.cache, None, state, None))
