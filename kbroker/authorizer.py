@@ -53,6 +53,7 @@ from kbroker.acl import (
     binding_invalid_reason,
 )
 from kbroker.acl_store import AclTable
+from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kbroker.request_context import RequestContext
@@ -103,6 +104,28 @@ class AllowAll:
 
 
 ALLOW_ALL = AllowAll()
+
+NO_AUTHORIZER = "No Authorizer is configured."   # Kafka's SECURITY_DISABLED message of the ACL APIs
+
+
+class NoAcls:
+    """No ``authorizer.class.name``: no ACLs to list, and none kept (the null object of the
+    ``AclAdmin`` port beside ``AllowAll``).  The ACL admin handlers answer SECURITY_DISABLED
+    before they ask it; were it asked, it would answer the same."""
+
+    __slots__ = ()
+
+    def acls(self, flt: AclBindingFilter) -> list[AclBinding]:
+        return []
+
+    def create_acls(self, bindings: list[AclBinding]) -> tuple[list[tuple[int, str] | None], Future[None] | None]:
+        return [(int(ErrorCode.SECURITY_DISABLED), NO_AUTHORIZER) for _ in bindings], None
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> tuple[list[list[AclBinding]], Future[None] | None]:
+        return [[] for _ in filters], None
+
+
+NO_ACLS = NoAcls()
 
 
 class AclAuthorizer:

@@ -72,15 +72,13 @@ async def load(state: BrokerState, zk: Any) -> None:
     await _reload(state, zk, str(state.node_id))
 
 
-async def refresh(state: BrokerState, resource_names: Iterable[str]) -> None:
+async def refresh(state: BrokerState, zk: Any, resource_names: Iterable[str]) -> None:
     """Re-read the named levels ("" or this node's id; others are refused later) from ZooKeeper
     (for an AlterConfigs: through a lost connection, kbroker/zk_retry.py)."""
-    cluster = state.cluster
-    assert cluster is not None
-    by = deadline(cluster.zk)
+    by = deadline(zk)
     for name in dict.fromkeys(resource_names):
         if name in ("", str(state.node_id)):
-            await until_connected(lambda name=name: _reload(state, cluster.zk, name), by,
+            await until_connected(lambda name=name: _reload(state, zk, name), by,
                                   f"the dynamic configs of broker {name or '<default>'}")
 
 
@@ -92,9 +90,7 @@ async def on_notification(state: BrokerState, zk: Any, name: str) -> None:
         await _reload(state, zk, str(state.node_id))
 
 
-def publish(state: BrokerState, resource_name: str) -> Future[None]:
+def publish(state: BrokerState, zk: Any, resource_name: str) -> Future[None]:
     """Write the level's current set to ZooKeeper and notify every broker."""
-    cluster = state.cluster
-    assert cluster is not None
-    return publish_entity(cluster.zk, ENTITY_TYPE, entity_name(resource_name),
+    return publish_entity(zk, ENTITY_TYPE, entity_name(resource_name),
                           state.dynamic_configs.level(resource_name))

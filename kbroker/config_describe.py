@@ -8,6 +8,9 @@ per broker, dynamically cluster-wide, statically, or by default.  Kafka keeps on
 synonyms from the first one named exactly like the server synonym on (``dropWhile``), so
 ``retention.ms`` with ``log.retention.ms`` unset lists none and reports DEFAULT_CONFIG even
 though ``log.retention.hours`` has a default: the same quirk is kept here.
+
+Reads the ports (kbroker/services.py) ``config_admin`` (the stored levels and overrides),
+``config`` (the static and effective broker config) and ``node_id``.
 """
 
 from __future__ import annotations
@@ -16,13 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from kbroker.config import KEYS
 from kbroker.dynamic_broker_configs import DYNAMIC_CONFIGS, broker_config_synonyms
-from kbroker.topic_config_sync import topic_exists
 from log.config import INT_CONFIGS, SERVER_SYNONYMS
 from wire.error_codes import ErrorCode
 from wire.messages import DescribeConfigsResponse
 
 if TYPE_CHECKING:
-    from kbroker.broker_state import BrokerState
+    from kbroker.services import Services
 
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
@@ -68,13 +70,14 @@ def topic_config_type(name: str, value: Any) -> str:
     return "string"
 
 
-def _config_synonyms(state: BrokerState, name: str) -> list[Synonym]:
+def _config_synonyms(services: Services, name: str) -> list[Synonym]:
     """Kafka's ConfigHelper.configSynonyms for a broker config name."""
     names = broker_config_synonyms(name)
+    admin = services.config_admin
     levels = [
-        (state.dynamic_configs.level(str(state.node_id)), DYNAMIC_BROKER_CONFIG),
-        (state.dynamic_configs.level(""), DYNAMIC_DEFAULT_BROKER_CONFIG),
-        ({k: v for k, v in state.static_config.originals.items() if k in KEYS}, STATIC_BROKER_CONFIG),
+        (admin.broker_level(str(services.node_id)), DYNAMIC_BROKER_CONFIG),
+        (admin.broker_level(""), DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ({k: v for k, v in services.config.static_config.originals.items() if k in KEYS}, STATIC_BROKER_CONFIG),
         ({k: to_config_string(key.default) for k, key in KEYS.items() if key.default is not None},
          DEFAULT_CONFIG),
     ]
@@ -98,12 +101,13 @@ def _entry(name: str, value: str | None, synonyms: list[Synonym], type_: str, re
                  documentation=None)
 
 
-def describe_topic(state: BrokerState, topic: str, keys: list[str] | None,
+def describe_topic(services: Services, topic: str, keys: list[str] | None,
                    include_synonyms: bool) -> list[Entry]:
-    if not topic_exists(state, topic):   # cluster mode: any topic of the cluster
+    admin = services.config_admin
+    if not admin.topic_exists(topic):   # cluster mode: any topic of the cluster
         raise DescribeError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    overrides = state.topic_configs.overrides_of(topic)
-    effective = state.topic_configs.config_for(topic).to_properties()
+    overrides = admin.topic_overrides(topic)
+    effective = admin.topic_config(topic).to_properties()
     out = []
     for name in sorted(effective):
         if keys and name not in keys:
@@ -111,14 +115,14 @@ def describe_topic(state: BrokerState, topic: str, keys: list[str] | None,
         value = effective[name]
         text = to_config_string(value)
         server = SERVER_SYNONYMS.get(name)
-        synonyms = _config_synonyms(state, server) if server in KEYS else []
+        synonyms = _config_synonyms(services, server) if server in KEYS else []
         if name in overrides:
             synonyms.insert(0, Synonym(name=name, value=text, source=TOPIC_CONFIG))
         out.append(_entry(name, text, synonyms, topic_config_type(name, value), False, include_synonyms))
     return out
 
 
-def describe_broker(state: BrokerState, resource_name: str, keys: list[str] | None,
+def describe_broker(services: Services, resource_name: str, keys: list[str] | None,
                     include_synonyms: bool) -> list[Entry]:
     """Resource name "" = the cluster-wide dynamic defaults only; this node's id = every
     broker config; anything else INVALID_REQUEST (Kafka's messages)."""
@@ -129,18 +133,19 @@ def describe_broker(state: BrokerState, resource_name: str, keys: list[str] | No
         except ValueError:
             raise DescribeError(ErrorCode.INVALID_REQUEST,
                                 f"Broker id must be an integer, but it is: {resource_name}") from None
-        if node != state.node_id:
+        if node != services.node_id:
             raise DescribeError(ErrorCode.INVALID_REQUEST,
-                                f"Unexpected broker id, expected {state.node_id} or empty string, "
+                                f"Unexpected broker id, expected {services.node_id} or empty string, "
                                 f"but received {resource_name}")
-        values = {name: to_config_string(state.config[name]) for name in KEYS}
+        config = services.config.config
+        values = {name: to_config_string(config[name]) for name in KEYS}
     else:
-        values = state.dynamic_configs.level("")
+        values = services.config_admin.broker_level("")
     out = []
     for name in sorted(values):
         if keys and name not in keys:
             continue
-        synonyms = _config_synonyms(state, name)
+        synonyms = _config_synonyms(services, name)
         if not per_broker:
             synonyms = [s for s in synonyms if s.source == DYNAMIC_DEFAULT_BROKER_CONFIG]
         out.append(_entry(name, values[name], synonyms, KEYS[name].type, name not in DYNAMIC_CONFIGS,
@@ -148,16 +153,16 @@ def describe_broker(state: BrokerState, resource_name: str, keys: list[str] | No
     return out
 
 
-def describe(state: BrokerState, resource_type: int, resource_name: str, keys: list[str] | None,
+def describe(services: Services, resource_type: int, resource_name: str, keys: list[str] | None,
              include_synonyms: bool) -> DescribeResult:
     """One resource's answer.  ``keys`` null or empty means every config: Kafka filters by
     the requested names only when there are some (ConfigHelperUtils.buildConfigEntries),
     and kafka-python sends an empty list for a resource described without names."""
     try:
         if resource_type == RESOURCE_TOPIC:
-            configs = describe_topic(state, resource_name, keys, include_synonyms)
+            configs = describe_topic(services, resource_name, keys, include_synonyms)
         elif resource_type == RESOURCE_BROKER:
-            configs = describe_broker(state, resource_name, keys, include_synonyms)
+            configs = describe_broker(services, resource_name, keys, include_synonyms)
         else:
             raise DescribeError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {resource_type}")
     except DescribeError as e:

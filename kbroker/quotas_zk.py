@@ -83,12 +83,10 @@ def user_config(state: BrokerState, entity: Entity) -> dict[str, str]:
     return values
 
 
-def publish(state: BrokerState, entity: Entity) -> Future[None]:
+def publish(state: BrokerState, zk: Any, entity: Entity) -> Future[None]:
     """Write ``entity``'s whole config (after a quota or credential change), then notify."""
-    cluster = state.cluster
-    assert cluster is not None
     entity_type, name = entity_znode(entity)
-    return publish_entity(cluster.zk, entity_type, name, user_config(state, entity))
+    return publish_entity(zk, entity_type, name, user_config(state, entity))
 
 
 async def _reload(state: BrokerState, zk: Any, entity: Entity) -> None:

@@ -23,7 +23,8 @@ imports this module, so the one-way import rule holds (handlers -> services -> v
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,11 +33,15 @@ if TYPE_CHECKING:
 
     from cluster.controller import ElectionOutcome, ElectionType
     from groups import GroupCoordinator, Result
+    from kbroker.acl import AclBinding, AclBindingFilter
     from kbroker.catalog import TopicInfo
     from kbroker.config import BrokerConfig
     from kbroker.metadata_view import MetadataView
     from kbroker.partition import Partition
+    from kbroker.quotas import Entity
+    from kbroker.scram_credentials import ScramCredential
     from log.clock import Clock
+    from log.config import LogConfig
     from txn import TransactionCoordinator
     from wire.error_codes import ErrorCode
     from wire.messages import (
@@ -126,6 +131,93 @@ class Authorizer(Protocol):
     def authorize_by_resource_type(self, principal: str, host: str, operation: int, resource_type: int) -> bool: ...
 
     def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int: ...
+
+
+class AclAdmin(Protocol):
+    """The ACLs of the configured authorizer (DescribeAcls, CreateAcls, DeleteAcls): the
+    ``AclAuthorizer`` itself (its store a log-dir file, or ZooKeeper in cluster mode), or
+    ``NoAcls`` when none is configured, which handlers do not ask: they answer
+    SECURITY_DISABLED when ``authorizer.configured`` is False."""
+
+    def acls(self, flt: AclBindingFilter) -> list[AclBinding]: ...
+
+    def create_acls(self, bindings: list[AclBinding]
+                    ) -> tuple[list[tuple[int, str] | None], Future[None] | None]:
+        """Per binding None (added) or its (error code, message); the future of the store's
+        write, None when nothing changed."""
+        ...
+
+    def delete_acls(self, filters: list[AclBindingFilter]
+                    ) -> tuple[list[list[AclBinding]], Future[None] | None]:
+        """Per filter the bindings it removed; the future of the store's write, None when
+        nothing changed."""
+        ...
+
+
+class ConfigAdmin(Protocol):
+    """Config entities, Kafka's ``ConfigAdminManager`` with ``AdminZkClient.changeEntityConfig``:
+    topic overrides and dynamic broker levels (DescribeConfigs, AlterConfigs,
+    IncrementalAlterConfigs), client quotas (AlterClientQuotas), SCRAM credentials
+    (AlterUserScramCredentials).  Single node: the log-dir stores (kbroker/local_config_admin.py);
+    ZooKeeper mode: the same stores as mirrors of ZooKeeper, every change also written there
+    with its change notification (kbroker/zk_config_admin.py).  Broker levels are named as
+    the BROKER resource: "" the cluster-wide default, else this broker's node id.  A change is
+    validated by the caller, applied at once, and returns the writes its answer waits for."""
+
+    def refresh(self, topics: Iterable[str], brokers: Iterable[str]) -> Awaitable[None] | None:
+        """Re-read these topics' configs and broker levels from where the cluster keeps them,
+        before a describe or an alter; None when this broker's stores are the truth."""
+        ...
+
+    def topic_exists(self, topic: str) -> bool:
+        """On this broker or, in a cluster, on any broker."""
+        ...
+
+    def topic_overrides(self, topic: str) -> dict[str, str]: ...
+
+    def topic_config(self, topic: str) -> LogConfig:
+        """The topic's effective log config (overrides over the broker's defaults)."""
+        ...
+
+    def broker_level(self, resource_name: str) -> dict[str, str]: ...
+
+    def validate_broker_level(self, resource_name: str, props: dict[str, str]) -> None:
+        """ConfigError (Kafka's message) when ``props`` cannot become the level's whole set."""
+        ...
+
+    def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> list[Future[None]]: ...
+
+    def set_broker_level(self, resource_name: str, props: dict[str, str]) -> list[Future[None]]: ...
+
+    def set_client_quota(self, entity: Entity, values: dict[str, float | None]) -> list[Future[None]]:
+        """Set (a number) or remove (None) quota values of one (user, client id) entity."""
+        ...
+
+    def set_scram_credentials(self, changes: list[tuple[str, str, ScramCredential | None]]
+                              ) -> list[Future[None]]:
+        """Upsert (a credential) or delete (None) each (user, mechanism name)."""
+        ...
+
+
+class Quotas(Protocol):
+    """Client quotas (kbroker/quotas.py): the configured values of each (user, client id)
+    entity, in bytes/s or percent."""
+
+    @property
+    def configs(self) -> Mapping[Entity, Mapping[str, float]]: ...
+
+
+class ScramCredentials(Protocol):
+    """The SCRAM credentials this broker authenticates with (kbroker/scram_credentials.py);
+    mechanisms by name (SCRAM-SHA-256, SCRAM-SHA-512)."""
+
+    def users(self) -> list[str]:
+        """Every user with a credential, sorted."""
+        ...
+
+    def mechanisms(self, user: str) -> dict[str, ScramCredential]: ...
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None: ...
 
 
 class MetadataSource(Protocol):
@@ -305,15 +397,16 @@ class Services:
     groups: Groups
     txns: Transactions
     producer_ids: ProducerIds
-    quotas: Any               # kbroker/quotas.py
-    scram: Any                # kbroker/scram_credentials.py
+    quotas: Quotas
+    scram: ScramCredentials
     fetch_waiters: Any        # kbroker/fetch_waiters.py
     fetch_sessions: Any       # kbroker/fetch_session.py FetchSessionCache
     clock: Clock              # the broker's clock (log/clock.py): ms timestamps it writes
     # ports being split out of the mode branches in handlers (each becomes a Protocol above,
     # with a single-node and a ZooKeeper implementation built by kbroker/wiring.py):
     topic_admin: TopicAdmin | None = None   # topics created, deleted, grown (set by kbroker/wiring.py)
-    config_admin: Any = None   # AlterConfigs / IncrementalAlterConfigs, client quotas, SCRAM
+    config_admin: ConfigAdmin | None = None   # configs, client quotas, SCRAM (set by kbroker/wiring.py)
+    acls: AclAdmin | None = None   # the configured authorizer's ACLs, NoAcls (set by kbroker/wiring.py)
     coordinators: CoordinatorLocator | None = None   # FindCoordinator (set by kbroker/wiring.py)
     controller: Controller | None = None   # elections and reassignments (set by kbroker/wiring.py)
     inter_broker: InterBroker | None = None   # LeaderAndIsr & co. (set by kbroker/wiring.py)

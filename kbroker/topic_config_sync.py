@@ -34,13 +34,15 @@ from cluster import znodes
 from cluster.coordination import CoordinationError, NoNodeError, WatchEvent
 from kbroker import broker_config_sync, quotas_zk
 from kbroker.config_entities import publish_entity, read_entity
+from kbroker.local_config_admin import apply_topic_overrides as mirror
 from kbroker.tasks import TaskSet, task_name
 from kbroker.zk_retry import deadline, until_connected
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
+    from kbroker.metadata_cache import MetadataCache
 
-__all__ = ["ConfigChangeListener", "mirror", "publish", "refresh", "topic_exists"]
+__all__ = ["ConfigChangeListener", "publish", "refresh", "topic_exists"]
 
 log = logging.getLogger("kbroker.configs")
 
@@ -49,46 +51,31 @@ RETRY_S = 0.5
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 
 
-def topic_exists(state: BrokerState, topic: str) -> bool:
-    """The topic exists here or, in cluster mode, anywhere in the cluster."""
-    cluster = getattr(state, "cluster", None)
-    return topic in state.topics or (cluster is not None and cluster.cache.topic(topic) is not None)
-
-
-def mirror(state: BrokerState, topic: str, overrides: dict[str, str]) -> None:
-    """Make ``overrides`` the topic's overrides here: its logs follow if this broker holds it."""
-    if state.topic_configs.overrides_of(topic) == overrides:
-        return
-    if topic in state.topics:
-        state.set_topic_overrides(topic, overrides)
-    else:
-        state.topic_configs.set(topic, overrides)
+def topic_exists(state: BrokerState, cache: MetadataCache, topic: str) -> bool:
+    """The topic exists here or anywhere in the cluster (the metadata cache knows it)."""
+    return topic in state.topics or cache.topic(topic) is not None
 
 
 async def _read(zk: Any, topic: str) -> dict[str, str] | None:
     return await read_entity(zk, "topics", topic)
 
 
-async def refresh(state: BrokerState, topics: Iterable[str]) -> None:
+async def refresh(state: BrokerState, zk: Any, cache: MetadataCache, topics: Iterable[str]) -> None:
     """Re-read the configs of ``topics`` from ZooKeeper into the mirror (for a
     DescribeConfigs / AlterConfigs: through a lost connection, kbroker/zk_retry.py)."""
-    cluster = state.cluster
-    assert cluster is not None
-    by = deadline(cluster.zk)
+    by = deadline(zk)
     for topic in topics:
-        if topic_exists(state, topic):
-            overrides = await until_connected(lambda topic=topic: _read(cluster.zk, topic), by,
+        if topic_exists(state, cache, topic):
+            overrides = await until_connected(lambda topic=topic: _read(zk, topic), by,
                                               f"the configs of {topic}")
             if overrides is not None:
                 mirror(state, topic, overrides)
 
 
-def publish(state: BrokerState, topic: str) -> Future[None]:
+def publish(state: BrokerState, zk: Any, topic: str) -> Future[None]:
     """Write the mirror's overrides of ``topic`` to ZooKeeper and notify every broker;
     the future is done once both are stored (the AlterConfigs answer waits for it)."""
-    cluster = state.cluster
-    assert cluster is not None
-    return publish_entity(cluster.zk, "topics", topic, dict(state.topic_configs.overrides_of(topic)))
+    return publish_entity(zk, "topics", topic, dict(state.topic_configs.overrides_of(topic)))
 
 
 class ConfigChangeListener:

@@ -2,8 +2,10 @@
 (kbroker/services.py) from the objects that implement its ports, once, at start-up.
 
 Single node: the state's stores, ``LocalReplicas`` (leads everything, acks=all returns at
-once), the single-node metadata view, ``AllowAll`` when no authorizer is configured.
-Cluster mode: the same stores, the runtime's ``ReplicaManager`` and its metadata cache's view.
+once), the single-node metadata view, ``AllowAll`` and ``NoAcls`` when no authorizer is
+configured, ``LocalConfigAdmin`` (config changes go to the log-dir stores).
+Cluster mode: the same stores, the runtime's ``ReplicaManager`` and its metadata cache's view,
+``ZkConfigAdmin`` (config changes go to ZooKeeper too).
 Called after ``ClusterRuntime.attach`` (the replica manager and the cluster-wide producer ids
 exist) and before the listeners accept a connection.
 """
@@ -13,14 +15,16 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from kbroker.authorizer import ALLOW_ALL
+from kbroker.authorizer import ALLOW_ALL, NO_ACLS
 from kbroker.handlers.write_txn_markers import write_txn_markers
+from kbroker.local_config_admin import LocalConfigAdmin
 from kbroker.local_controller import LocalController
 from kbroker.local_coordinators import LocalCoordinators
 from kbroker.local_replicas import LocalReplicas
 from kbroker.local_topic_admin import LocalTopicAdmin
 from kbroker.metadata_view import ClusterMetadata, SingleNodeMetadata
 from kbroker.services import Services
+from kbroker.zk_config_admin import ZkConfigAdmin
 from kbroker.zk_controller import ZkController
 from kbroker.zk_coordinators import ZkCoordinators
 from kbroker.zk_inter_broker import NoInterBroker, ZkInterBroker
@@ -59,6 +63,9 @@ def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) ->
                       else LocalCoordinators(state, state.groups, state.txns)),
         topic_admin=(ZkTopicAdmin(cluster.zk, cluster.cache, cluster.runner, cluster.live_brokers, state)
                      if cluster is not None else LocalTopicAdmin(state, metadata.name_for_id)),
+        config_admin=(ZkConfigAdmin(state, cluster.zk, cluster.cache) if cluster is not None
+                      else LocalConfigAdmin(state)),
+        acls=state.authorizer if state.authorizer is not None else NO_ACLS,
         controller=(ZkController(cluster.runner, cluster.cache) if cluster is not None
                     else LocalController(state.node_id, state)),
         inter_broker=(ZkInterBroker(cluster, state.groups.on_partitions_deleted) if cluster is not None

@@ -9,6 +9,9 @@
   invalid bindings one by one (kbroker/acl.py ``binding_invalid_reason``) and stores the
   rest; DeleteAcls answers, per filter, every binding it removed.  Both answer once the
   change is durable (the log-dir file written, or ZooKeeper).
+
+Ports (kbroker/services.py): ``authorizer`` (whether one is configured, and the cluster
+checks), ``acls`` (the bindings).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from kbroker.acl import (
     AclBindingFilter,
     ResourcePattern,
 )
-from kbroker.authorizer import authorize_cluster
+from kbroker.authorizer import NO_AUTHORIZER, authorize_cluster
 from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
@@ -37,7 +40,6 @@ from wire.messages import (
     DescribeAclsResponse,
 )
 
-NO_AUTHORIZER = "No Authorizer is configured."
 CLUSTER_DENIED = "Cluster authorization failed."   # Errors.CLUSTER_AUTHORIZATION_FAILED.message()
 LITERAL = 3
 
@@ -50,8 +52,7 @@ def _filter(f: DescribeAclsRequest | DeleteAclsRequest.DeleteAclsFilter, version
 
 @REGISTRY.register(29, 0, 3)
 def handle_describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
-    authorizer = ctx.broker.authorizer
-    if authorizer is None:
+    if not ctx.services.authorizer.configured:
         return DescribeAclsResponse(error_code=ErrorCode.SECURITY_DISABLED, error_message=NO_AUTHORIZER)
     if not authorize_cluster(ctx, DESCRIBE):
         return DescribeAclsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=CLUSTER_DENIED)
@@ -60,7 +61,7 @@ def handle_describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descr
     if why is not None:
         return DescribeAclsResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=why)
     grouped: dict[ResourcePattern, list[AccessControlEntry]] = {}
-    for b in authorizer.acls(flt):
+    for b in ctx.services.acls.acls(flt):
         grouped.setdefault(b.pattern, []).append(b.entry)
     resources = [
         DescribeAclsResponse.DescribeAclsResource(
@@ -76,8 +77,7 @@ def handle_describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descr
 @REGISTRY.register(30, 0, 3)
 def handle_create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse | Awaitable[CreateAclsResponse]:
     R = CreateAclsResponse.AclCreationResult
-    authorizer = ctx.broker.authorizer
-    if authorizer is None:
+    if not ctx.services.authorizer.configured:
         return CreateAclsResponse(results=[R(error_code=ErrorCode.SECURITY_DISABLED, error_message=NO_AUTHORIZER)
                                            for _ in req.creations])
     if not authorize_cluster(ctx, ALTER):
@@ -89,7 +89,7 @@ def handle_create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcl
                                            c.resource_pattern_type if v >= 1 else LITERAL),
                            AccessControlEntry(c.principal, c.host, c.operation, c.permission_type))
                 for c in req.creations]
-    errors, stored = authorizer.create_acls(bindings)
+    errors, stored = ctx.services.acls.create_acls(bindings)
     results = [R(error_code=0, error_message=None) if err is None else R(error_code=err[0], error_message=err[1])
                for err in errors]
     return answer_when_stored(CreateAclsResponse(results=results), [stored] if stored else [])
@@ -98,8 +98,7 @@ def handle_create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcl
 @REGISTRY.register(31, 0, 3)
 def handle_delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse | Awaitable[DeleteAclsResponse]:
     FR = DeleteAclsResponse.DeleteAclsFilterResult
-    authorizer = ctx.broker.authorizer
-    if authorizer is None:
+    if not ctx.services.authorizer.configured:
         return DeleteAclsResponse(filter_results=[FR(error_code=ErrorCode.SECURITY_DISABLED,
                                                      error_message=NO_AUTHORIZER) for _ in req.filters])
     if not authorize_cluster(ctx, ALTER):
@@ -107,7 +106,7 @@ def handle_delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAcl
                                                      error_message=None) for _ in req.filters])
     filters = [_filter(f, ctx.api_version) for f in req.filters]
     bad = {i: why for i, f in enumerate(filters) if (why := f.invalid_reason()) is not None}
-    removed, stored = authorizer.delete_acls([f for i, f in enumerate(filters) if i not in bad])
+    removed, stored = ctx.services.acls.delete_acls([f for i, f in enumerate(filters) if i not in bad])
     results = []
     good = iter(removed)
     for i in range(len(filters)):

@@ -8,6 +8,8 @@
 * The response header is always v0 (wire/headers.py).
 * No features are advertised: advertising e.g. ``transaction.version`` would switch
   Java clients onto KIP-890 paths we do not serve.
+
+Ports (kbroker/services.py): none (the registry and the request only).
 """
 
 from __future__ import annotations

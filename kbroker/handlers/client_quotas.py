@@ -11,7 +11,9 @@
   controller_mutation_rate); unknown keys, non-positive values and a byte rate that is not a
   whole number are INVALID_REQUEST for that entry; ``validate_only`` changes nothing.
   Answered once the change is durable (cluster mode: also written to ZooKeeper and announced
-  to every broker, kbroker/quotas_zk.py).
+  to every broker, kbroker/zk_config_admin.py).
+
+Ports (kbroker/services.py): ``quotas`` (describe), ``config_admin`` (alter), ``authorizer``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from concurrent.futures import Future
 
-from kbroker import quotas_zk
 from kbroker.acl import ALTER_CONFIGS, DESCRIBE_CONFIGS
 from kbroker.authorizer import authorize_cluster
 from kbroker.json_file import answer_when_stored
@@ -64,7 +65,7 @@ def handle_describe_client_quotas(ctx: RequestContext, req: DescribeClientQuotas
             return DescribeClientQuotasResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=why, entries=None)
         wanted[c.entity_type] = (c.match_type, c.match)
     entries = []
-    for entity, values in sorted(ctx.broker.quotas.configs.items(), key=lambda kv: str(kv[0])):
+    for entity, values in sorted(ctx.services.quotas.configs.items(), key=lambda kv: str(kv[0])):
         parts = dict(_entity_parts(entity))
         if req.strict and set(parts) != set(wanted):
             continue
@@ -128,6 +129,7 @@ def handle_alter_client_quotas(ctx: RequestContext, req: AlterClientQuotasReques
                 for e in entry.entity]
 
     allowed = authorize_cluster(ctx, ALTER_CONFIGS)
+    admin = ctx.services.config_admin
     stored: list[Future[None]] = []
     results = []
     for entry in req.entries:
@@ -140,8 +142,7 @@ def handle_alter_client_quotas(ctx: RequestContext, req: AlterClientQuotasReques
             results.append(E(error_code=ErrorCode.INVALID_REQUEST, error_message=why, entity=echo(entry)))
             continue
         if not req.validate_only:
-            stored.append(ctx.broker.quotas.set(entity, {op.key: None if op.remove else op.value for op in entry.ops}))
-            if getattr(ctx.broker, "cluster", None) is not None:   # cluster mode: ZooKeeper too
-                stored.append(quotas_zk.publish(ctx.broker, entity))
+            stored.extend(admin.set_client_quota(entity, {op.key: None if op.remove else op.value
+                                                          for op in entry.ops}))
         results.append(E(error_code=0, error_message=None, entity=echo(entry)))
     return answer_when_stored(AlterClientQuotasResponse(entries=results), stored)

@@ -20,19 +20,20 @@ to the current set, APPEND/SUBTRACT starting from the current effective value.
 ``validate_only`` checks everything and changes nothing.  Changes take effect at once on
 every affected log and persist across restarts (kbroker/topic_configs.py,
 kbroker/dynamic_broker_configs.py).  In cluster mode ZooKeeper holds both kinds and every
-broker follows its notifications (kbroker/topic_config_sync.py,
-kbroker/broker_config_sync.py); the answer waits for the znode writes.
+broker follows its notifications; the named resources are re-read from it first and the
+answer waits for the znode writes (kbroker/zk_config_admin.py).
+
+Ports (kbroker/services.py): ``config_admin``, ``config``, ``node_id``.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
-from kbroker import broker_config_sync, topic_config_sync
 from kbroker.config import KEYS, ConfigError
 from kbroker.config_describe import (
     RESOURCE_BROKER,
@@ -67,40 +68,54 @@ class AlterError(Exception):
         self.message = message
 
 
-async def _after_refresh(ctx: RequestContext, resources: list[Any], answer: Any,
-                         brokers: bool = False) -> Any:
-    """Cluster mode: refresh the named topics' configs (and with ``brokers``, the named
-    dynamic broker levels: an alter starts from ZooKeeper's set, as Kafka's ZkAdminManager;
-    DescribeConfigs answers from what this broker applied, as Kafka) from ZooKeeper first,
-    then answer as a single broker would."""
-    await topic_config_sync.refresh(ctx.broker, [r.resource_name for r in resources
-                                                 if r.resource_type == RESOURCE_TOPIC])
-    if brokers:
-        await broker_config_sync.refresh(ctx.broker, [r.resource_name for r in resources
-                                                      if r.resource_type == RESOURCE_BROKER])
-    result = answer()
-    return await result if inspect.isawaitable(result) else result
+T = TypeVar("T")
+
+
+def _names(resources: list[Any], resource_type: int) -> list[str]:
+    return [r.resource_name for r in resources if r.resource_type == resource_type]
+
+
+def _after_refresh(refreshed: Awaitable[None] | None, answer: Callable[[], T | Awaitable[T]]
+                   ) -> T | Awaitable[T]:
+    """``answer()`` once the config admin has re-read what the request names (cluster mode:
+    from ZooKeeper), at once when there is nothing to re-read (a single node)."""
+    if refreshed is None:
+        return answer()
+
+    async def then() -> T:
+        await refreshed
+        result = answer()
+        return await result if inspect.isawaitable(result) else result
+
+    return then()
 
 
 @REGISTRY.register(32, 1, 4)
-def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
-    if getattr(ctx.broker, "cluster", None) is not None:
-        return _after_refresh(ctx, req.resources, lambda: _describe_configs(ctx, req))  # type: ignore[return-value]
-    return _describe_configs(ctx, req)
+def handle_describe_configs(ctx: RequestContext, req: DescribeConfigsRequest
+                            ) -> DescribeConfigsResponse | Awaitable[DescribeConfigsResponse]:
+    # the topics only: DescribeConfigs answers a broker level from what this broker applied,
+    # as Kafka does
+    refreshed = ctx.services.config_admin.refresh(_names(req.resources, RESOURCE_TOPIC), [])
+    return _after_refresh(refreshed, lambda: _describe_configs(ctx, req))
 
 
 def _describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
     return DescribeConfigsResponse(throttle_time_ms=0, results=[
-        describe(ctx.broker, r.resource_type, r.resource_name, r.configuration_keys, req.include_synonyms)
+        describe(ctx.services, r.resource_type, r.resource_name, r.configuration_keys, req.include_synonyms)
         for r in req.resources])
+
+
+def _refresh_for_alter(ctx: RequestContext, resources: list[Any]) -> Awaitable[None] | None:
+    """An alter starts from the cluster's current set of each topic and broker level it
+    names, as Kafka's ZkAdminManager reads the entity before changing it."""
+    return ctx.services.config_admin.refresh(_names(resources, RESOURCE_TOPIC),
+                                             _names(resources, RESOURCE_BROKER))
 
 
 @REGISTRY.register(33, 0, 2)
 def handle_alter_configs(ctx: RequestContext, req: AlterConfigsRequest
                          ) -> AlterConfigsResponse | Awaitable[AlterConfigsResponse]:
-    if getattr(ctx.broker, "cluster", None) is not None:
-        return _after_refresh(ctx, req.resources, lambda: _alter_configs(ctx, req), brokers=True)
-    return _alter_configs(ctx, req)
+    return _after_refresh(_refresh_for_alter(ctx, req.resources), lambda: _alter_configs(ctx, req))
 
 
 def _alter_configs(ctx: RequestContext, req: AlterConfigsRequest
@@ -117,10 +132,8 @@ def _alter_configs(ctx: RequestContext, req: AlterConfigsRequest
 @REGISTRY.register(44, 0, 1)
 def handle_incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
                                      ) -> IncrementalAlterConfigsResponse | Awaitable[IncrementalAlterConfigsResponse]:
-    if getattr(ctx.broker, "cluster", None) is not None:
-        return _after_refresh(ctx, req.resources, lambda: _incremental_alter_configs(ctx, req),
-                              brokers=True)
-    return _incremental_alter_configs(ctx, req)
+    return _after_refresh(_refresh_for_alter(ctx, req.resources),
+                          lambda: _incremental_alter_configs(ctx, req))
 
 
 def _incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest
@@ -137,7 +150,8 @@ def _incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigs
 def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, ops_of: Any,
            replace: bool, stored: list[Future[None]]) -> list[tuple[int, str | None, int, str]]:
     """One (error_code, error_message, resource_type, resource_name) per resource, in order;
-    the writes of the changed config files (the answer waits for them) go to ``stored``."""
+    the writes of the changed configs (the answer waits for them) go to ``stored``."""
+    admin = ctx.services.config_admin
     seen = Counter((r.resource_type, r.resource_name) for r in resources)
     out = []
     for r in resources:
@@ -151,17 +165,13 @@ def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, ops_o
             if nulls:
                 raise AlterError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
             if r.resource_type == RESOURCE_TOPIC:
-                _alter_topic(ctx, r.resource_name, ops, replace, validate_only)
+                props = _topic_overrides(ctx, r.resource_name, ops, replace)
                 if not validate_only:
-                    stored.append(ctx.broker.topic_configs.durable())
-                    if getattr(ctx.broker, "cluster", None) is not None:   # ZooKeeper + notification
-                        stored.append(topic_config_sync.publish(ctx.broker, r.resource_name))
+                    stored.extend(admin.set_topic_overrides(r.resource_name, props))
             elif r.resource_type == RESOURCE_BROKER:
-                _alter_broker(ctx, r.resource_name, ops, replace, validate_only)
+                props = _broker_level(ctx, r.resource_name, ops, replace)
                 if not validate_only:
-                    stored.append(ctx.broker.dynamic_configs.durable())
-                    if getattr(ctx.broker, "cluster", None) is not None:   # ZooKeeper + notification
-                        stored.append(broker_config_sync.publish(ctx.broker, r.resource_name))
+                    stored.extend(admin.set_broker_level(r.resource_name, props))
             else:
                 raise AlterError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
             out.append((int(ErrorCode.NONE), None, r.resource_type, r.resource_name))
@@ -199,44 +209,45 @@ def _apply_ops(current: dict[str, str], ops: list[tuple[str, int, str | None]], 
     return props
 
 
-def _alter_topic(ctx: RequestContext, topic: str, ops: list[tuple[str, int, str | None]],
-                 replace: bool, validate_only: bool) -> None:
-    """In the order of Kafka's controller (ConfigurationControlManager): the operations
-    (APPEND/SUBTRACT on a non-LIST or unknown name fails there), then the whole new set
-    (LogConfig.validate: unknown names, bad values), then whether the topic exists, so an
-    unknown topic with a bad config answers INVALID_CONFIG."""
-    state = ctx.broker
+def _topic_overrides(ctx: RequestContext, topic: str, ops: list[tuple[str, int, str | None]],
+                     replace: bool) -> dict[str, str]:
+    """The topic's new overrides.  In the order of Kafka's controller
+    (ConfigurationControlManager): the operations (APPEND/SUBTRACT on a non-LIST or unknown
+    name fails there), then the whole new set (LogConfig.validate: unknown names, bad values),
+    then whether the topic exists, so an unknown topic with a bad config answers INVALID_CONFIG."""
+    admin = ctx.services.config_admin
 
     def not_list(op: int, name: str) -> AlterError:
         return AlterError(ErrorCode.INVALID_CONFIG, f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.")
 
     props = _apply_ops(
-        state.topic_configs.overrides_of(topic), ops, replace,
+        admin.topic_overrides(topic), ops, replace,
         lambda n: n in TOPIC_DEFAULTS and topic_config_type(n, TOPIC_DEFAULTS[n]) == "list",
         lambda n: to_config_string(TOPIC_DEFAULTS[n]), not_list)
     try:
-        TopicConfigStore.validate(props, state.config.log_config)
+        TopicConfigStore.validate(props, ctx.services.config.config.log_config)
     except KeyError as e:
         raise AlterError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {e.args[0]}") from None
     except ValueError as e:
         raise AlterError(ErrorCode.INVALID_CONFIG, str(e)) from None
-    if not topic_config_sync.topic_exists(state, topic):
+    if not admin.topic_exists(topic):
         raise AlterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
-    if not validate_only:
-        topic_config_sync.mirror(state, topic, props)
+    return props
 
 
-def _alter_broker(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]],
-                  replace: bool, validate_only: bool) -> None:
-    state = ctx.broker
+def _broker_level(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]],
+                  replace: bool) -> dict[str, str]:
+    """The dynamic broker level's new set ("" = the cluster default, else this node's id)."""
+    admin = ctx.services.config_admin
+    node_id = ctx.services.node_id
     if name != "":
         try:
             node = int(name)
         except ValueError:
             raise AlterError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
-        if node != state.node_id:
+        if node != node_id:
             raise AlterError(ErrorCode.INVALID_REQUEST,
-                             f"Unexpected broker id, expected {state.node_id}, but received {name}")
+                             f"Unexpected broker id, expected {node_id}, but received {name}")
     for config_name, _, _ in ops:
         if config_name not in KEYS:
             raise AlterError(ErrorCode.INVALID_REQUEST,
@@ -248,11 +259,10 @@ def _alter_broker(ctx: RequestContext, name: str, ops: list[tuple[str, int, str 
                           f"Config value {_OP_NAMES[op].lower()} is not allowed for config key: {config_name}")
 
     props = _apply_ops(
-        state.dynamic_configs.level(name), ops, replace, lambda n: KEYS[n].type == "list",
+        admin.broker_level(name), ops, replace, lambda n: KEYS[n].type == "list",
         lambda n: to_config_string(KEYS[n].default), not_list)
     try:
-        state.dynamic_configs.validate(state.static_config, name, props)
+        admin.validate_broker_level(name, props)
     except ConfigError as e:
         raise AlterError(ErrorCode.INVALID_REQUEST, str(e)) from None
-    if not validate_only:
-        state.set_dynamic_broker_configs(name, props)
+    return props

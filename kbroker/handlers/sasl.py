@@ -4,6 +4,8 @@ While a SASL listener's connection authenticates, kbroker/sasl_authenticator.py 
 itself.  What reaches the registry is what Kafka's KafkaApis gets: the request on a connection
 that needs no SASL (PLAINTEXT/SSL) or is already authenticated without re-authentication:
 ILLEGAL_SASL_STATE.
+
+Ports (kbroker/services.py): none.
 """
 
 from __future__ import annotations

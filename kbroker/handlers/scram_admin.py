@@ -4,14 +4,16 @@ As Kafka (ZkAdminManager): describing no users (null or empty list) lists every 
 has a credential; a user named twice is DUPLICATE_RESOURCE, an unknown one RESOURCE_NOT_FOUND.
 Alter validates each user's whole set of changes first (unknown mechanism, iteration bounds
 4096..16384, empty name, the same user twice, deleting what does not exist) and applies the
-valid users' changes; the answer waits until they are stored (kbroker/scram_credentials.py).
+valid users' changes; the answer waits until they are stored (kbroker/scram_credentials.py;
+in cluster mode also the users' znodes in ZooKeeper, kbroker/zk_config_admin.py).
+
+Ports (kbroker/services.py): ``scram`` (the credentials), ``config_admin`` (their changes).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kbroker import quotas_zk
 from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
@@ -23,6 +25,7 @@ from kbroker.scram_credentials import (
     ScramCredential,
     credential_from_salted,
 )
+from kbroker.services import ScramCredentials
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AlterUserScramCredentialsRequest,
@@ -44,7 +47,7 @@ def _infos(creds: dict[str, ScramCredential]) -> list[Any]:
 @REGISTRY.register(50, 0, 0)
 def handle_describe_user_scram_credentials(ctx: RequestContext,
                                            req: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
-    store = ctx.broker.scram_credentials
+    store = ctx.services.scram
     if not req.users:
         return DescribeUserScramCredentialsResponse(error_message=None, results=[
             DescribeResult(user=u, error_code=0, error_message=None, credential_infos=_infos(store.mechanisms(u)))
@@ -68,7 +71,7 @@ def handle_describe_user_scram_credentials(ctx: RequestContext,
     return DescribeUserScramCredentialsResponse(error_message=None, results=results)
 
 
-def _check(store: Any, name: str, mechanism: int, iterations: int | None) -> tuple[int, str] | None:
+def _check(store: ScramCredentials, name: str, mechanism: int, iterations: int | None) -> tuple[int, str] | None:
     if mechanism not in MECHANISM_BY_ID:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
     if iterations is not None:
@@ -85,7 +88,7 @@ def _check(store: Any, name: str, mechanism: int, iterations: int | None) -> tup
 
 @REGISTRY.register(51, 0, 0)
 def handle_alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> Any:
-    store = ctx.broker.scram_credentials
+    store = ctx.services.scram
     ops: list[tuple[str, int, Any]] = ([(d.name, d.mechanism, None) for d in req.deletions]
                                        + [(u.name, u.mechanism, u) for u in req.upsertions])
     errors: dict[str, tuple[int, str]] = {}
@@ -110,12 +113,7 @@ def handle_alter_user_scram_credentials(ctx: RequestContext, req: AlterUserScram
         cred = None if up is None else credential_from_salted(mechanism, bytes(up.salt),
                                                               bytes(up.salted_password), up.iterations)
         changes.append((name, mechanism, cred))
-    stored = store.apply(changes) if changes else []
-    if ctx.broker.cluster is not None:
-        # Cluster mode: the user's znode (/config/users/<u>, shared with its quotas) and a
-        # /config/changes notification, so every broker's authenticator learns it.
-        for user in dict.fromkeys(name for name, _, _ in changes):
-            stored.append(quotas_zk.publish(ctx.broker, (user, None)))
+    stored = ctx.services.config_admin.set_scram_credentials(changes) if changes else []
     results = [AlterResult(user=name, error_code=errors[name][0] if name in errors else 0,
                            error_message=errors[name][1] if name in errors else None)
                for name in dict.fromkeys(n for n, _, _ in ops)]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from types import SimpleNamespace
 
 import pytest
 
@@ -40,7 +39,13 @@ from kbroker.acl import (
     ResourcePattern,
 )
 from kbroker.acl_store import FILE_NAME, AclFileStore, change_notification
-from kbroker.authorizer import AclAuthorizer, build_authorizer, client_host, parse_super_users
+from kbroker.authorizer import (
+    NO_ACLS,
+    AclAuthorizer,
+    build_authorizer,
+    client_host,
+    parse_super_users,
+)
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.handlers.acls_admin import handle_create_acls, handle_delete_acls, handle_describe_acls
 from kbroker.request_context import RequestContext
@@ -227,8 +232,9 @@ def test_client_host_drops_the_port():
 
 # ---------------------------------------------------------------- the admin APIs
 def ctx(authorizer, principal: str = "User:admin", version: int = 3) -> RequestContext:
-    return context(29, version, services(authorizer=authorizer), principal=principal, peer="127.0.0.1:4000",
-                   broker=SimpleNamespace(authorizer=authorizer))
+    """None: no authorizer configured (the null object, and no ACLs the handler may ask for)."""
+    ports = {} if authorizer is None else {"authorizer": authorizer, "acls": authorizer}
+    return context(29, version, services(**ports), principal=principal, peer="127.0.0.1:4000")
 
 
 def run(result):
@@ -241,6 +247,14 @@ def test_acl_apis_answer_security_disabled_without_an_authorizer():
     assert r.results[0].error_code == ErrorCode.SECURITY_DISABLED
     r = handle_delete_acls(ctx(None), DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter()]))
     assert r.filter_results[0].error_code == ErrorCode.SECURITY_DISABLED
+
+
+def test_without_an_authorizer_there_are_no_acls_and_none_can_be_created():
+    everything = AclBindingFilter(RT_ANY, None, PT_ANY, None, None, OP_ANY, PERM_ANY)
+    assert NO_ACLS.acls(everything) == []
+    assert NO_ACLS.create_acls([binding(TOPIC, "t", ALICE, READ)]) == (
+        [(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured.")], None)
+    assert NO_ACLS.delete_acls([everything]) == ([[]], None)
 
 
 def test_acl_apis_need_describe_or_alter_on_the_cluster(tmp_path):

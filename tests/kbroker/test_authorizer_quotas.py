@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from kbroker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from kbroker.quotas import DEFAULT, FETCH, FILE_NAME, PRODUCE, QuotaManager, Rate
 from kbroker.request_context import RequestContext
-from tests.kbroker.fakes import services
+from tests.kbroker.fakes import context, services
 from wire.error_codes import ErrorCode
 from wire.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
@@ -86,8 +86,18 @@ def test_quotas_survive_a_restart_as_kafkas_entity_paths(tmp_path):
     empty.close()
 
 
+class QuotaAdmin:
+    """The config admin's client-quota change over the test's store (a single node's)."""
+
+    def __init__(self, quotas: QuotaManager) -> None:
+        self.quotas = quotas
+
+    def set_client_quota(self, entity, values):
+        return [self.quotas.set(entity, values)]
+
+
 def ctx(quotas) -> RequestContext:
-    return RequestContext(49, 1, 1, "c", SimpleNamespace(quotas=quotas), "127.0.0.1:1", services=services(quotas=quotas))
+    return context(49, 1, services(quotas=quotas, config_admin=QuotaAdmin(quotas)), peer="127.0.0.1:1")
 
 
 def alter(quotas, entries, validate_only=False):

@@ -1,22 +1,23 @@
-"""Dynamic broker configs through ZooKeeper (kbroker/broker_config_sync.py and the
-/config/changes listener of kbroker/topic_config_sync.py) over the in-memory ZooKeeper:
-which notifications a broker applies, what it reads at start-up, the znodes' JSON, and the
-purge of notifications older than 15 minutes."""
+"""Dynamic broker configs through ZooKeeper (the change by kbroker/zk_config_admin.py,
+kbroker/broker_config_sync.py and the /config/changes listener of
+kbroker/topic_config_sync.py) over the in-memory ZooKeeper: which notifications a broker
+applies, what it reads at start-up, the znodes' JSON, and the purge of notifications older
+than 15 minutes."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from types import SimpleNamespace
 
 import pytest
 
 from cluster import znodes
 from cluster.fake_store import FakeZooKeeper
-from kbroker import broker_config_sync
 from kbroker.broker_state import BrokerState
 from kbroker.config import BrokerConfig
+from kbroker.metadata_cache import MetadataCache
 from kbroker.topic_config_sync import CHANGE_EXPIRATION_MS, ConfigChangeListener
+from kbroker.zk_config_admin import ZkConfigAdmin
 
 DEFAULT_MAX = 1048588  # Kafka's message.max.bytes default
 
@@ -65,10 +66,11 @@ def _run(coro):
 
 
 async def _alter(state: BrokerState, session, resource_name: str, props: dict[str, str]) -> None:
-    """What AlterConfigs on a BROKER resource does in cluster mode once validated."""
-    state.cluster = SimpleNamespace(zk=session)  # type: ignore[assignment]
-    state.set_dynamic_broker_configs(resource_name, props)
-    await asyncio.wrap_future(broker_config_sync.publish(state, resource_name))
+    """What AlterConfigs on a BROKER resource does in cluster mode once validated: the
+    level applied here, its file and then ZooKeeper written (the entity, the notification)."""
+    admin = ZkConfigAdmin(state, session, MetadataCache(state.node_id))
+    for stored in admin.set_broker_level(resource_name, props):
+        await asyncio.wrap_future(stored)
 
 
 def _notifications(server: FakeZooKeeper) -> list[str]:
