@@ -7,17 +7,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import uuid
-from types import SimpleNamespace
 
 import kbroker.handlers  # noqa: F401  (registers the handlers)
 from kbroker import metadata_readiness
-from kbroker.config import BrokerConfig
 from kbroker.metadata_cache import MetadataCache
 from kbroker.metadata_view import ClusterMetadata
 from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.services import Services
 from kbroker.zk_coordinators import ZkCoordinators
-from tests.kbroker.fakes import services
+from tests.kbroker.fakes import context, fixed_config, services
 from wire.messages import (
     DescribeClusterRequest,
     DescribeTopicPartitionsRequest,
@@ -40,23 +38,17 @@ def first_update(brokers=(1, 2, 3)) -> UpdateMetadataRequest:
             port=9090 + b, host="127.0.0.1", listener="PLAINTEXT", security_protocol=0)]) for b in brokers])
 
 
-def restarted_broker(tmp_path) -> SimpleNamespace:
-    """A broker just registered: its metadata cache has heard nothing yet."""
-    config = BrokerConfig({"log.dirs": str(tmp_path), "auto.create.topics.enable": "false"})
-    return SimpleNamespace(config=config, cluster=SimpleNamespace(cache=MetadataCache(broker_id=1), controller_id=-1),
-                           cluster_id="c", authorizer=None, node_id=1,
-                           advertised_address=lambda listener: ("127.0.0.1", 9091))
+def restarted_broker(tmp_path) -> tuple[MetadataCache, Services]:
+    """A broker just registered: its metadata cache has heard nothing yet; its ports."""
+    cache = MetadataCache(broker_id=1)
+    config = fixed_config({"log.dirs": str(tmp_path), "auto.create.topics.enable": "false"})
+    return cache, services(metadata=ClusterMetadata("PLAINTEXT", cache, lambda: -1), config=config, cluster_id="c",
+                           # __consumer_offsets is in the first update: FindCoordinator creates nothing
+                           coordinators=ZkCoordinators(cache, None, config, None))  # type: ignore[arg-type]
 
 
-def call(state, api_key: int, request, version: int):
-    cluster = state.cluster
-    ports = services(metadata=ClusterMetadata("PLAINTEXT", cluster.cache, lambda: cluster.controller_id),
-                     cluster=state.cluster,
-                     config=state, cluster_id=state.cluster_id,
-                     # __consumer_offsets is in the first update: FindCoordinator creates nothing
-                     coordinators=ZkCoordinators(state.cluster.cache, None, state, None))
-    ctx = RequestContext(api_key, version, 1, "test", state, "127.0.0.1:5000", services=ports)
-    return REGISTRY.get(api_key).handler(ctx, request)
+def call(svc: Services, api_key: int, request, version: int):
+    return REGISTRY.get(api_key).handler(context(api_key, version, svc), request)
 
 
 REQUESTS = [(3, MetadataRequest(topics=None, allow_auto_topic_creation=False), 12),
@@ -66,13 +58,13 @@ REQUESTS = [(3, MetadataRequest(topics=None, allow_auto_topic_creation=False), 1
 
 
 def test_metadata_describe_cluster_describe_topic_partitions_and_find_coordinator_wait_for_the_first_update_metadata(tmp_path):
-    state = restarted_broker(tmp_path)
+    cache, svc = restarted_broker(tmp_path)
 
     async def scenario():
-        pending = [asyncio.ensure_future(call(state, key, req, v)) for key, req, v in REQUESTS]
+        pending = [asyncio.ensure_future(call(svc, key, req, v)) for key, req, v in REQUESTS]
         await asyncio.sleep(0.05)
         assert not any(p.done() for p in pending)   # held: nothing answered from the empty cache
-        state.cluster.cache.apply_update_metadata(first_update())
+        cache.apply_update_metadata(first_update())
         return await asyncio.wait_for(asyncio.gather(*pending), 30)
 
     metadata, cluster, _, coordinator = asyncio.run(scenario())
@@ -82,15 +74,15 @@ def test_metadata_describe_cluster_describe_topic_partitions_and_find_coordinato
 
 
 def test_once_the_cache_has_brokers_metadata_is_answered_at_once(tmp_path):
-    state = restarted_broker(tmp_path)
-    state.cluster.cache.apply_update_metadata(first_update())
-    answer = call(state, *REQUESTS[0][:2], REQUESTS[0][2])
+    cache, svc = restarted_broker(tmp_path)
+    cache.apply_update_metadata(first_update())
+    answer = call(svc, *REQUESTS[0][:2], REQUESTS[0][2])
     assert not inspect.isawaitable(answer)
     assert sorted(b.node_id for b in answer.brokers) == [1, 2, 3]
 
 
 def test_without_an_update_metadata_the_hold_ends_and_the_broker_answers_what_it_has(tmp_path, monkeypatch):
     monkeypatch.setattr(metadata_readiness, "HOLD_S", 0.1)
-    state = restarted_broker(tmp_path)
-    answer = asyncio.run(call(state, *REQUESTS[0][:2], REQUESTS[0][2]))
+    _, svc = restarted_broker(tmp_path)
+    answer = asyncio.run(call(svc, *REQUESTS[0][:2], REQUESTS[0][2]))
     assert answer.brokers == [] and answer.topics == []
