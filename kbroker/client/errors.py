@@ -41,8 +41,11 @@ class KafkaError(ClientError):
         self.name = error_name(code)
         self.message = message
         self.what = what
-        text = f"{what}: {self.name}" if what else self.name
-        super().__init__(f"{text}: {message}" if message else text)
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        text = f"{self.what}: {self.name}" if self.what else self.name
+        return f"{text}: {self.message}" if self.message else text
 
 
 class UnsupportedVersion(KafkaError):

@@ -1,40 +1,36 @@
-"""A small synchronous Kafka protocol client for the command-line tools.
+"""The command-line tools' client: kbroker.client's blocking connection, one per node.
 
 Why our own client and not a stock library: every request the tools send (Metadata,
 DescribeTopicPartitions, CreateTopics, DescribeConfigs, ListOffsets, DescribeGroups,
 OffsetFetch/OffsetCommit, ...) already exists as a generated message class in ``wire/``,
 so the tools are a few lines per request, need no extra dependency at run time, and use
 exactly the version each broker advertises (Apache Kafka 4.x dropped old versions that
-some libraries still send).  The client is blocking (plain sockets, one connection per
-node, one request in flight): a tool does a handful of round trips and exits.
+some libraries still send).  The client is blocking (one connection per node, one request
+in flight): a tool does a handful of round trips and exits.
 
-Version choice: for each API the highest version both sides know (ApiVersions on the
-first connection), optionally capped by the caller where a newer version changes the
-shape of a request (Fetch v13+ names topics by id).
+Version choice: for each API the highest version both sides know (ApiVersions on each
+connection), no higher than ``WRITTEN_FOR`` (what the tools' code reads and writes), and
+optionally capped lower by the caller where a newer version changes the shape of a request
+(Fetch v13+ names topics by id).
 """
 
 from __future__ import annotations
 
-import itertools
-import socket
-import struct
 from pathlib import Path
 from typing import Any
 
-from wire.error_codes import ErrorCode
-from wire.headers import decode_response, encode_request
+from kbroker.client import Connection, UnsupportedVersion, error_name
+from kbroker.client import KafkaError as ClientKafkaError
 from wire.messages import (
-    ApiVersionsRequest,
     FindCoordinatorRequest,
     ListOffsetsRequest,
     MetadataRequest,
 )
-from wire.schema import REQUESTS, RESPONSES
 
 __all__ = ["Client", "KafkaError", "ToolError", "load_command_config", "error_name"]
 
-_I32 = struct.Struct(">i")
 CLIENT_ID = "kbroker-tools"
+SOFTWARE = ("kbroker-tools", "1")   # ApiVersions' client software name and version
 
 
 # The highest version of an API the tools' code was written for, where Kafka 4.4's schemas
@@ -50,23 +46,12 @@ class ToolError(Exception):
     """A failure a tool reports as ``Error: <message>`` with exit status 1."""
 
 
-class KafkaError(ToolError):
+class KafkaError(ToolError, ClientKafkaError):
     """A Kafka error code in a response; ``code`` is the wire code."""
 
-    def __init__(self, code: int, message: str | None = None, what: str = "") -> None:
-        self.code = code
-        self.name = error_name(code)
-        text = f"{what}: {self.name}" if what else self.name
-        if message:
-            text += f" ({message})"
-        super().__init__(text)
-
-
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error code {code}"
+    def _text(self) -> str:   # the tools' wording: ``[what: ]NAME[ (message)]``
+        text = f"{self.what}: {self.name}" if self.what else self.name
+        return f"{text} ({self.message})" if self.message else text
 
 
 def load_command_config(path: str | None) -> dict[str, str]:
@@ -92,29 +77,6 @@ def load_command_config(path: str | None) -> dict[str, str]:
     return props
 
 
-class _Connection:
-    def __init__(self, host: str, port: int, timeout_s: float) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def roundtrip(self, frame: bytes) -> bytes:
-        self.sock.sendall(frame)
-        (size,) = _I32.unpack(self._read(4))
-        return self._read(size)
-
-    def _read(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("the broker closed the connection")
-            buf += chunk
-        return bytes(buf)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def _split_hostport(s: str) -> tuple[str, int]:
     host, _, port = s.strip().rpartition(":")
     if not host or not port.isdigit():
@@ -131,9 +93,7 @@ class Client:
         self.config = config or {}
         self.timeout_s = float(self.config.get("request.timeout.ms", timeout_s * 1000)) / 1000
         self.client_id = self.config.get("client.id", CLIENT_ID)
-        self._correlation = itertools.count(1)
-        self._conns: dict[int, _Connection] = {}
-        self._versions: dict[int, dict[int, tuple[int, int]]] = {}
+        self._conns: dict[int, Connection] = {}
         self.nodes: dict[int, tuple[str, int]] = {}
         self.controller_id = -1
         self.cluster_id: str | None = None
@@ -141,8 +101,7 @@ class Client:
         for hp in bootstrap_servers.split(","):
             host, port = _split_hostport(hp)
             try:
-                self._conns[-1] = _Connection(host, port, self.timeout_s)
-                self._handshake(-1)
+                self._conns[-1] = self._negotiated(self._connect(host, port))
                 break
             except OSError as e:
                 errors.append(f"{host}:{port}: {e}")
@@ -151,24 +110,23 @@ class Client:
 
     # -- plumbing -----------------------------------------------------------------------
 
-    def _handshake(self, node: int) -> None:
-        req = ApiVersionsRequest(client_software_name="kbroker-tools", client_software_version="1")
-        resp = self._roundtrip(node, req, 3)
-        if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:  # an old broker: v0 then
-            resp = self._roundtrip(node, ApiVersionsRequest(), 0)
-        if resp.error_code:
-            raise KafkaError(resp.error_code, what="ApiVersions")
-        self._versions[node] = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    def _connect(self, host: str, port: int) -> Connection:
+        return Connection.open(host, port, client_id=self.client_id, timeout_s=self.timeout_s,
+                               negotiate=False, caps=WRITTEN_FOR)
 
-    def _roundtrip(self, node: int, msg: Any, version: int) -> Any:
-        cid = next(self._correlation)
-        frame = self._conn(node).roundtrip(encode_request(msg, version, cid, self.client_id))
-        got, resp = decode_response(RESPONSES[msg.API_KEY].cls, frame, version)
-        if got != cid:
-            raise ToolError(f"correlation id {got} answered for {cid}")
-        return resp
+    @staticmethod
+    def _negotiated(conn: Connection) -> Connection:
+        try:
+            conn.negotiate(SOFTWARE)
+        except ClientKafkaError as e:
+            conn.close()
+            raise KafkaError(e.code, e.message, e.what) from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
-    def _conn(self, node: int) -> _Connection:
+    def _conn(self, node: int) -> Connection:
         conn = self._conns.get(node)
         if conn is None:
             if node not in self.nodes:
@@ -177,34 +135,26 @@ class Client:
                 raise ToolError(f"broker {node} is not in the cluster's metadata")
             host, port = self.nodes[node]
             try:
-                conn = self._conns[node] = _Connection(host, port, self.timeout_s)
+                conn = self._connect(host, port)
             except OSError as e:
                 raise ToolError(f"cannot connect to broker {node} at {host}:{port}: {e}") from e
-            self._handshake(node)
+            conn = self._conns[node] = self._negotiated(conn)
         return conn
 
     def supports(self, api_key: int, node: int = -1) -> bool:
-        self._conn(node)
-        return api_key in self._versions[node]
+        versions = self._conn(node).versions
+        return versions is not None and versions.supports(api_key)
 
     def version(self, api_key: int, node: int = -1, cap: int | None = None) -> int:
-        self._conn(node)
-        theirs = self._versions[node].get(api_key)
-        spec = REQUESTS[api_key]
-        if theirs is None:
-            raise ToolError(f"the broker does not support {spec.name[:-len('Request')]}")
-        ours = WRITTEN_FOR.get(api_key, spec.valid[1])
-        hi = min(theirs[1], ours if ours is not None else theirs[1])
-        if cap is not None:
-            hi = min(hi, cap)
-        if hi < max(theirs[0], spec.valid[0]):
-            raise ToolError(f"no common version of {spec.name[:-len('Request')]}")
-        return hi
+        try:
+            return self._conn(node).version_for(api_key, cap)
+        except UnsupportedVersion as e:
+            raise ToolError(e.message) from None
 
     def send(self, msg: Any, node: int = -1, cap: int | None = None) -> tuple[Any, int]:
-        """Send and return (response, version used)."""
+        """Send and return (response, version used); (None, version) for a Produce with acks=0."""
         v = self.version(msg.API_KEY, node, cap)
-        return self._roundtrip(node, msg, v), v
+        return self._conn(node).call(msg, v), v
 
     def close(self) -> None:
         for c in self._conns.values():
@@ -247,11 +197,11 @@ class Client:
         v = self.version(10)
         if v >= 4:
             req = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group])
-            resp = self._roundtrip(-1, req, v)
+            resp = self._conn(-1).call(req, v)
             c = resp.coordinators[0]
             err, node, host, port, msg = c.error_code, c.node_id, c.host, c.port, c.error_message
         else:
-            resp = self._roundtrip(-1, FindCoordinatorRequest(key=group, key_type=key_type), v)
+            resp = self._conn(-1).call(FindCoordinatorRequest(key=group, key_type=key_type), v)
             err, node, host, port, msg = (resp.error_code, resp.node_id, resp.host, resp.port,
                                           getattr(resp, "error_message", None))
         if err:
