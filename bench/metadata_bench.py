@@ -37,11 +37,14 @@ from typing import Any
 
 import kbroker.handlers  # noqa: F401  (registers the handlers)
 import kbroker.metadata_view as metadata_view_module
+from kbroker.authorizer import ALLOW_ALL
 from kbroker.broker_state import BrokerState
 from kbroker.config import BrokerConfig
 from kbroker.metadata_cache import MetadataCache
+from kbroker.metadata_view import ClusterMetadata
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.services import Services
 from kbroker.wiring import build_services
 from wire.codec import encode_parts
 from wire.messages import ListOffsetsRequest, MetadataRequest, UpdateMetadataRequest
@@ -68,8 +71,10 @@ def _one_list_offsets(index: int) -> ListOffsetsRequest:
 
 
 def _timed(state: Any, key: int, version: int, req: Any) -> tuple[float, float]:
-    """(handler CPU s, encode CPU s) of one request."""
-    ctx = RequestContext(key, version, 1, "bench", state, "127.0.0.1:5000", services=build_services(state, state.cluster))
+    """(handler CPU s, encode CPU s) of one request (``state``: a BrokerState, or the
+    cluster-mode ports of ``_cluster_state``)."""
+    services = state.services if isinstance(state, SimpleNamespace) else build_services(state)
+    ctx = RequestContext(key, version, 1, "bench", services, "127.0.0.1:5000")
     t0 = time.thread_time()
     resp = REGISTRY.get(key).handler(ctx, req)
     t1 = time.thread_time()
@@ -106,13 +111,14 @@ def _one_leader_moved(r: int) -> UpdateMetadataRequest:
 
 
 def _cluster_state(config: BrokerConfig) -> Any:
-    """The parts of a cluster-mode BrokerState that Metadata reads."""
+    """The ports a cluster-mode broker's Metadata handler reads: its metadata cache behind
+    the MetadataSource port, and the config (``.cache`` for the bench to fill)."""
     cache = MetadataCache(broker_id=1)
-    runtime = SimpleNamespace(cache=cache, controller_id=1, zk=None, replicas=SimpleNamespace())  # Metadata reads no replicas
-    return SimpleNamespace(config=config, cluster=runtime, cluster_id="bench-cluster", authorizer=None,
-                           groups=None, txns=None, producer_ids=None, quotas=None, scram_credentials=None,
-                           fetch_waiters=None, fetch_sessions=None,
-                           node_id=1)
+    ports = Services(node_id=1, cluster_id="bench-cluster", config=SimpleNamespace(config=config, static_config=config),
+                     catalog=None, replicas=None, metadata=ClusterMetadata(config.listeners[0].name, cache, lambda: 1),
+                     authorizer=ALLOW_ALL, groups=None, txns=None, producer_ids=None, quotas=None, scram=None,
+                     fetch_waiters=None, fetch_sessions=None, clock=None)  # type: ignore[arg-type]
+    return SimpleNamespace(cache=cache, services=ports)
 
 
 def _rounds(rounds: int, one: Callable[[int], dict[str, float]]) -> dict[str, float]:
@@ -162,7 +168,7 @@ def main() -> None:
 
         def clustered(r: int) -> dict[str, float]:
             t = time.thread_time()
-            cluster.cluster.cache.apply_update_metadata(_update_metadata(n, r))
+            cluster.cache.apply_update_metadata(_update_metadata(n, r))
             out = {"cluster update_metadata apply": time.thread_time() - t}
             for label, req in (("metadata all", all_topics), ("metadata one", one_topic)):
                 h, e = _timed(cluster, 3, 12, req)
@@ -170,7 +176,7 @@ def main() -> None:
                 out[f"cluster {label} handler"], out[f"cluster {label} encode"] = h, e
                 out[f"cluster {label} handler warm"], out[f"cluster {label} encode warm"] = h2, e2
             t = time.thread_time()
-            cluster.cluster.cache.apply_update_metadata(_one_leader_moved(r))
+            cluster.cache.apply_update_metadata(_one_leader_moved(r))
             out["cluster update_metadata apply, 1 partition"] = time.thread_time() - t
             h, e = _timed(cluster, 3, 12, all_topics)
             out["cluster metadata all handler, 1 partition changed"] = h

@@ -37,9 +37,13 @@ import tempfile
 import time
 from typing import Any
 
+import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.broker_state import BrokerState
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
+from kbroker.registry import REGISTRY
+from kbroker.server_state import ServerState
+from kbroker.wiring import build_services
 from wire.headers import encode_request
 from wire.messages import FetchRequest, ProduceRequest
 from wire.record_batch import build_batch
@@ -157,7 +161,8 @@ async def main_async(requests: int, rounds: int, profile: bool) -> None:
             if state.topic_ids.id_of("t") is not None:
                 break
             await asyncio.sleep(0.05)
-        prod, cons = KafkaConnection(state), KafkaConnection(state)
+        server, ports = ServerState(REGISTRY), build_services(state)
+        prod, cons = KafkaConnection(server, ports), KafkaConnection(server, ports)
         ptx, ctx = CountingTransport(), CountingTransport()
         prod.connection_made(ptx)
         cons.connection_made(ctx)

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from typing import Any
 
+import kbroker.handlers  # noqa: F401  (registers every API in REGISTRY / INTER_BROKER)
 from kbroker import log_shutdown
 from kbroker.background import BackgroundWorker
 from kbroker.broker_state import BrokerState
@@ -42,11 +44,17 @@ from kbroker.cluster_runtime import ClusterRuntime
 from kbroker.config import BrokerConfig
 from kbroker.connection import KafkaConnection
 from kbroker.listeners import ListenerSpec, build_listeners
+from kbroker.registry import INTER_BROKER, REGISTRY
+from kbroker.server_state import ServerState
 from kbroker.services import Services
 from kbroker.tasks import cancel_and_wait, finish_loop
 from kbroker.wiring import build_services
 
 log = logging.getLogger("kbroker")
+
+if os.environ.get("KBROKER_TEST_FAIL_API"):   # a test seam: see kbroker/registry.py
+    log.warning("KBROKER_TEST_FAIL_API: the handlers of api keys %s will raise",
+                REGISTRY.fail_for_tests(os.environ["KBROKER_TEST_FAIL_API"]))
 
 TLS_HANDSHAKE_TIMEOUT_S = 10.0   # a TLS handshake not done by then closes its connection
 SCHEDULER_TICK_S = 0.1    # how often the background thread runs log/'s due tasks, and the
@@ -69,6 +77,7 @@ class Broker:
         self._cleaner: CleanerProcesses | None = None
         self.cluster: ClusterRuntime | None = None
         self.services: Services | None = None
+        self.server = ServerState(REGISTRY)   # replaced at start-up (cluster mode: inter-broker APIs)
         self.host = ""
         self.port = 0
         self.metrics_server: Any = None   # kbroker/metrics_server.py, when kbroker.metrics.port is set
@@ -101,8 +110,11 @@ class Broker:
         if self.cluster is not None:
             self.cluster.attach(self.state)
             self.state.cluster = self.cluster
-        # the ports every request reaches the broker through, built once (kbroker/wiring.py)
+        # the ports every request reaches the broker through, built once (kbroker/wiring.py),
+        # and what the server shares across connections: the registries (the inter-broker
+        # one only in cluster mode) and the open connections
         self.services = build_services(self.state, self.cluster)
+        self.server = ServerState(REGISTRY, INTER_BROKER if self.cluster is not None else None)
         listener = self.config.listeners[0]
         try:
             await self._listen(loop, specs)
@@ -139,7 +151,7 @@ class Broker:
         self._listener_specs = specs
         for spec in specs:
             server = await loop.create_server(
-                lambda spec=spec: KafkaConnection(self.state, spec, self.services),  # type: ignore[arg-type]
+                lambda spec=spec: KafkaConnection(self.server, self.services, spec),  # type: ignore[arg-type]
                 host=spec.bind_host, port=spec.port, reuse_address=True, backlog=1024,
                 ssl=spec.ssl_context,
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if spec.ssl_context is not None else None,
@@ -211,7 +223,7 @@ class Broker:
             await self.state.creations.stop()
         state, self.state = self.state, None
         if state is not None:
-            for conn in list(state.connections):
+            for conn in list(self.server.connections):
                 if conn.transport is not None:
                     conn.transport.abort()
             await log_shutdown.close_all(state, flushed)   # off the loop; the marker last

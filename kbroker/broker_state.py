@@ -46,7 +46,6 @@ from wire.uuids import random_uuid, uuid_to_string
 
 if TYPE_CHECKING:
     from kbroker.cluster_runtime import ClusterRuntime
-    from kbroker.connection import KafkaConnection
 
 log = logging.getLogger("kbroker.state")
 
@@ -134,7 +133,6 @@ class BrokerState:
         # client quotas (kbroker/quotas.py): off, and free per request, until one is set
         self.quotas = QuotaManager(_first_dir(dirs), config["quota.window.num"],
                                    config["quota.window.size.seconds"])
-        self.connections: set[KafkaConnection] = set()
         self.bound_port: int | None = None
         # listener name -> the port it bound (port 0 in ``listeners``: the one the OS chose)
         self.bound_ports: dict[str, int] = {}

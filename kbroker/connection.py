@@ -58,18 +58,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
 from collections import deque
 from functools import partial
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.error_responses import CLOSE, error_response
 from kbroker.metrics import REQUEST_STATS
 from kbroker.quotas import apply_quotas
 from kbroker.raw_send import RawSender, SendStats, read_slices  # noqa: F401  (SendStats: for importers)
-from kbroker.registry import INTER_BROKER, NO_RESPONSE, REGISTRY, CloseConnection
+from kbroker.registry import NO_RESPONSE, CloseConnection, unsupported_version_response
 from kbroker.request_context import RequestContext
 from kbroker.sasl_authenticator import SaslAuthenticator
 from log.file_records import PinnedSlice
@@ -80,15 +78,11 @@ from wire.headers import decode_request_header, encode_response
 from wire.schema import REQUESTS
 
 if TYPE_CHECKING:
-    from kbroker.broker_state import BrokerState
     from kbroker.listeners import ListenerSpec
+    from kbroker.server_state import ServerState
     from kbroker.services import Services
 
 log = logging.getLogger("kbroker.connection")
-
-if os.environ.get("KBROKER_TEST_FAIL_API"):   # a test seam: see kbroker/registry.py
-    log.warning("KBROKER_TEST_FAIL_API: the handlers of api keys %s will raise",
-                REGISTRY.fail_for_tests(os.environ["KBROKER_TEST_FAIL_API"]))
 
 API_VERSIONS = 18
 FETCH = 1
@@ -106,10 +100,11 @@ class _Slot:
 
 
 class KafkaConnection(RawSender, asyncio.Protocol):
-    def __init__(self, state: BrokerState, listener: ListenerSpec | None = None,
-                 services: Services | None = None):
-        self.state = state
+    def __init__(self, server: ServerState, services: Services, listener: ListenerSpec | None = None):
+        self.server = server       # the registries and the set of open connections
         self.services = services   # every request's ports (kbroker/services.py)
+        self._registry = server.registry
+        self._inter_broker = server.inter_broker   # cluster mode: the controller's requests
         # Who is on the other end (kbroker/listeners.py): every request's context carries
         # these.  ``_auth`` is the SASL state machine (kbroker/sasl_authenticator.py) while
         # it has work (until authenticated, or for the session with KIP-368 re-auth): a
@@ -120,7 +115,7 @@ class KafkaConnection(RawSender, asyncio.Protocol):
         self._tls = listener is not None and listener.ssl_context is not None
         self._listener = listener
         self._dispatching = False   # inside data_received: responses are written once, after it
-        self.decoder = FrameDecoder(state.config["socket.request.max.bytes"])
+        self.decoder = FrameDecoder(services.config.config["socket.request.max.bytes"])
         if listener is not None and listener.is_sasl:
             self._auth = SaslAuthenticator(self, listener)
         self.slots: deque[_Slot] = deque()
@@ -139,7 +134,7 @@ class KafkaConnection(RawSender, asyncio.Protocol):
         self._raw_slices = 0   # slices / bytes sent with sendfile since raw mode last ended
         self._raw_bytes = 0
         self._muted_until = 0.0   # loop time until which a throttled client is not read (quotas)
-        self._quotas = getattr(state, "quotas", None)   # test doubles of the state may have none
+        self._quotas = services.quotas
         # A request's handler asked to close (CloseConnection: a failed acks=0 Produce):
         # ``_closing`` stops reading and dispatching at once; ``_close_when_sent`` is the
         # reason, set when that slot's turn has come, and the close happens once every
@@ -158,7 +153,7 @@ class KafkaConnection(RawSender, asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.state.connections.add(self)
+        self.server.connections.add(self)
         if self._tls and self._auth is None:   # SSL: the certificate's subject, mapped
             from kbroker.tls import peer_principal
 
@@ -171,7 +166,7 @@ class KafkaConnection(RawSender, asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._end_raw_mode()
-        self.state.connections.discard(self)
+        self.server.connections.discard(self)
         for t in self.tasks:
             t.cancel()
         self.tasks.clear()
@@ -220,12 +215,12 @@ class KafkaConnection(RawSender, asyncio.Protocol):
             self._abort(f"unparsable request header: {e}")
             return
         key, version = header.request_api_key, header.request_api_version
-        entry = REGISTRY.get(key)
+        entry = self._registry.get(key)
         if (entry is None or not entry.min_version <= version <= entry.max_version) \
-                and self.state.cluster is not None:
+                and self._inter_broker is not None:
             # cluster mode: the controller's requests, and brokers' versions of client APIs
             # that are not advertised (AddPartitionsToTxn v4 verify_only)
-            entry = INTER_BROKER.get(key) or entry
+            entry = self._inter_broker.get(key) or entry
         if entry is None:
             self._abort(f"unknown api key {key}")
             return
@@ -235,16 +230,13 @@ class KafkaConnection(RawSender, asyncio.Protocol):
             self._next_request = None
             if not waiting.done():
                 waiting.set_result(None)
-        ctx = RequestContext(key, version, header.correlation_id, header.client_id, self.state, self.peer,
+        ctx = RequestContext(key, version, header.correlation_id, header.client_id, self.services, self.peer,
                              self.principal, self.listener_name,
-                             partial(self._request_after, self._requests) if key == FETCH else None,
-                             services=self.services)
+                             partial(self._request_after, self._requests) if key == FETCH else None)
         if not entry.min_version <= version <= entry.max_version:
             if key == API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with error 35 in the v0 layout.
-                from kbroker.handlers.api_versions import unsupported_version_response
-
-                self._respond(ctx, 0, unsupported_version_response())
+                self._respond(ctx, 0, unsupported_version_response(self._registry))
                 return
             self._abort(f"api key {key} version {version} is not supported")
             return

@@ -30,7 +30,7 @@ not read (the error is in the answer).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbroker.acl import READ, TOPIC
 from kbroker.authorizer import authorize
@@ -46,23 +46,13 @@ from kbroker.fetch_session import (
     new_context,
 )
 from kbroker.request_context import RequestContext
-from kbroker.topic_ids import name_for_id
 from wire.error_codes import ErrorCode
 from wire.messages import FetchRequest, FetchResponse
 
+if TYPE_CHECKING:
+    from kbroker.services import Services
+
 FetchTopic = FetchRequest.FetchTopic
-
-
-def session_cache(state: Any) -> FetchSessionCache:
-    """The broker's session cache, made on first use from the broker's configs
-    (Kafka's max.incremental.fetch.session.cache.slots / min.incremental.fetch.session.eviction.ms)."""
-    cache = getattr(state, "fetch_sessions", None)
-    if cache is None:
-        config = state.config
-        cache = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]),
-                                  int(config["min.incremental.fetch.session.eviction.ms"]))
-        state.fetch_sessions = cache
-    return cache
 
 
 def _replica_id(ctx: RequestContext, req: FetchRequest) -> int:
@@ -103,7 +93,8 @@ class FullFetch(PlainFetch):
         self.context = context
 
     def answer(self, resp: FetchResponse) -> FetchResponse:
-        req, state = self.req, self.ctx.broker
+        req, services = self.req, self.ctx.services
+        partition_of = services.catalog.partition
         by_id = self.context.uses_topic_ids
         size = sum(len(t.partitions) for t in resp.responses)
 
@@ -113,14 +104,14 @@ class FullFetch(PlainFetch):
                 for fp, pd in zip(topic.partitions, answered.partitions, strict=True):
                     cp = CachedPartition(topic.topic, topic.topic_id, fp.partition, fp)
                     cp.must_respond(pd)   # remembers what this answer sends
-                    cp.source = state.partition(topic.topic, fp.partition)
+                    cp.source = partition_of(topic.topic, fp.partition)
                     parts[(topic.topic_id if by_id else topic.topic, fp.partition)] = cp
             return parts
-        now = state.clock.milliseconds()
+        now = services.clock.milliseconds()
         resp.session_id = self.cache.maybe_create_session(now, self.context.privileged, size, by_id, make_parts)
         session = self.cache.get(resp.session_id)
         if session is not None:
-            session.reader = notes = ReadNotes(state.fetch_waiters.seq, now)
+            session.reader = notes = ReadNotes(services.fetch_waiters.seq, now)
             notes.by_tp = {(cp.topic, cp.partition): key for key, cp in session.parts.items()}
             _note_pending(session, [(cp, cp.source) for cp in session.parts.values()], req.isolation_level == 1)
         return resp
@@ -169,14 +160,16 @@ class IncrementalFetch:
         self.context = context
         self._reading: list[tuple[CachedPartition, Any]] = []
         self._cands: dict[Key, CachedPartition] = {}
-        state = ctx.broker
+        services = ctx.services
+        # a consumer's unchanged partitions may be skipped, unless the fetch may be sent to a
+        # preferred read replica (KIP-392, where partitions have followers): then it is read
         self._skip_ok = _replica_id(ctx, req) < 0 and not (
-            ctx.api_version >= 11 and req.rack_id and getattr(state, "cluster", None) is not None
-            and state.config["replica.selector.class"] is not None)
+            ctx.api_version >= 11 and req.rack_id and services.replicas.replicated
+            and services.config.config["replica.selector.class"] is not None)
         session = context.session
         notes = session.reader
         if notes is None:   # made by a FullFetch before the handler kept notes: sweep now
-            notes = session.reader = ReadNotes(state.fetch_waiters.seq, -SWEEP_MS)
+            notes = session.reader = ReadNotes(services.fetch_waiters.seq, -SWEEP_MS)
         by_id = session.uses_topic_ids
         # the partitions this request names (added or updated) are candidates
         for t in req.topics:
@@ -200,13 +193,13 @@ class IncrementalFetch:
         sweep: a wake-up for nothing, no more)."""
         return self.context.session.reader.by_tp
 
-    def _candidates(self, state: Any) -> dict[Key, CachedPartition]:
+    def _candidates(self, services: Services) -> dict[Key, CachedPartition]:
         session = self.context.session
         notes: ReadNotes = session.reader
         cands = self._cands
         parts = session.parts
-        waiters = state.fetch_waiters
-        now = state.clock.milliseconds()
+        waiters = services.fetch_waiters
+        now = services.clock.milliseconds()
         every = not self._skip_ok   # a follower's session: every partition, every time
         changed = [] if every or waiters.seq == notes.seen else waiters.changed_since(notes.seen)
         if now - notes.swept_ms >= SWEEP_MS or changed is None:
@@ -215,7 +208,7 @@ class IncrementalFetch:
             if session.uses_topic_ids:
                 for cp in parts.values():
                     if not cp.topic:   # an id unknown when it joined the session: known now?
-                        cp.topic = name_for_id(state, cp.topic_id) or ""
+                        cp.topic = services.metadata.name_for_id(cp.topic_id) or ""
             # rebuilt (forgotten partitions linger in it until now; added ones go in at once)
             notes.by_tp = {(cp.topic, cp.partition): key for key, cp in parts.items()}
         if every:
@@ -238,23 +231,22 @@ class IncrementalFetch:
     def read_request(self) -> FetchRequest:
         """A copy of the request naming the session partitions to read now, consecutive
         partitions of a topic under one FetchTopic."""
-        ctx, state = self.ctx, self.ctx.broker
+        ctx, services = self.ctx, self.ctx.services
         read_committed = self.req.isolation_level == 1
-        partitions = state.partitions
-        cluster = getattr(state, "cluster", None)
-        leading = cluster.replicas.leading if cluster is not None else None
+        partitions = services.catalog.partitions
+        leader_error = services.replicas.leader_error   # a partition led elsewhere is read (its error)
         skip_ok = self._skip_ok
         may_read: dict[str, bool] = {}
         reading: list[tuple[CachedPartition, Any]] = []
         topics: list[FetchTopic] = []
         current: FetchTopic | None = None
-        cands = self._candidates(state)
+        cands = self._candidates(services)
         pending = self.context.session.reader.pending
         skipped = len(self.context.session.parts) - len(cands)
         for key, cp in cands.items():
             name = cp.topic
             p = partitions.get((name, cp.partition))
-            if skip_ok and p is not None and p is cp.source and (leading is None or (name, cp.partition) in leading):
+            if skip_ok and p is not None and p is cp.source and leader_error(name, cp.partition) is None:
                 allowed = may_read.get(name)
                 if allowed is None:
                     allowed = may_read[name] = authorize(ctx, READ, TOPIC, name)
@@ -273,9 +265,7 @@ class IncrementalFetch:
         # again: the answer is built from the last read only
         by_id = self.context.session.uses_topic_ids
         self._cands = {(cp.topic_id if by_id else cp.topic, cp.partition): cp for cp, _ in reading}
-        cache = getattr(state, "fetch_sessions", None)
-        if cache is not None:
-            cache.partitions_skipped += skipped
+        services.fetch_sessions.partitions_skipped += skipped
         req = self.req
         return FetchRequest(replica_id=req.replica_id, replica_state=req.replica_state, max_wait_ms=req.max_wait_ms,
                             min_bytes=req.min_bytes, max_bytes=req.max_bytes, isolation_level=req.isolation_level,
@@ -346,8 +336,8 @@ def begin(ctx: RequestContext, req: FetchRequest) -> PlainFetch | IncrementalFet
     for an unknown id).  A FetchResponse is a session error to send as it is."""
     if ctx.api_version < 7 or (req.session_id == INVALID_SESSION_ID and req.session_epoch == FINAL_EPOCH):
         return PlainFetch(req)
-    state = ctx.broker
-    cache = session_cache(state)
+    services = ctx.services
+    cache = services.fetch_sessions
     by_id = ctx.api_version >= 13
 
     def fetch_data() -> list[tuple[Key, str, Any, Any]]:
@@ -359,7 +349,7 @@ def begin(ctx: RequestContext, req: FetchRequest) -> PlainFetch | IncrementalFet
                 for t in req.forgotten_topics_data for index in t.partitions]
 
     context = new_context(cache, ctx.api_version, req.session_id, req.session_epoch, _replica_id(ctx, req) >= 0,
-                          fetch_data, to_forget, state.clock.milliseconds())
+                          fetch_data, to_forget, services.clock.milliseconds())
     if isinstance(context, SessionError):
         return FetchResponse(throttle_time_ms=0, error_code=context.error, session_id=0, responses=[])
     if isinstance(context, Full):

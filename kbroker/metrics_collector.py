@@ -137,7 +137,7 @@ class BrokerCollector(Collector):
                 lag = max(0, p.high_watermark - om.offset) if p is not None else -1
                 snap.lags.append((group_id, topic, index, om.offset, lag))
         snap.lags.sort()
-        for conn in list(state.connections):
+        for conn in list(self.broker.server.connections):
             name = getattr(conn, "listener_name", None) or "PLAINTEXT"
             snap.connections[name] = snap.connections.get(name, 0) + 1
         for listener in self.broker.config.listeners:

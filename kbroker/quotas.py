@@ -218,7 +218,7 @@ def apply_quotas(ctx: Any, request: Any, response: Any, busy_s: float) -> int:
     loop's time in its handler (``busy_s``; 0 for one that
     parked) against request_percentage.  Sets ``throttle_time_ms`` in the response (the
     largest of the throttles) and returns it: the connection stops reading for that long."""
-    q: QuotaManager = ctx.broker.quotas
+    q: QuotaManager = ctx.services.quotas
     user, client = user_of(ctx.principal), ctx.client_id or ""
     key = ctx.api_key
     throttle = 0

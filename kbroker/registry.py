@@ -7,7 +7,7 @@ awaitable of it (a parked Fetch), ``NO_RESPONSE`` (acks=0 Produce), or a
 ``CloseConnection`` (an acks=0 Produce that failed).
 
 Test seam: ``KBROKER_TEST_FAIL_API`` (a comma-separated list of API keys, read once when
-kbroker.connection is imported) makes the handlers of those APIs raise, so that the
+a broker is built, kbroker/broker.py) makes the handlers of those APIs raise, so that the
 compat tests can drive the "handler crashed" path (UNKNOWN_SERVER_ERROR in the API's
 layout, connection kept) through a real broker process and stock clients.  Nothing but
 tests sets it; unset, the registry is untouched and costs nothing per request.
@@ -85,6 +85,23 @@ class Registry:
 
             self._entries[key] = ApiEntry(key, entry.min_version, entry.max_version, fail)
         return keys
+
+
+def unsupported_version_response(registry: Registry) -> Any:
+    """KIP-511: the answer to an ApiVersions of a version newer than served, error 35 in the v0
+    layout listing every key the registry serves (the connection sends it before decoding)."""
+    from wire.error_codes import ErrorCode
+    from wire.messages import ApiVersionsResponse
+
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_version_entries(registry))
+
+
+def api_version_entries(registry: Registry) -> list[Any]:
+    """ApiVersions' list: every key with the version range its handler serves."""
+    from wire.messages import ApiVersionsResponse
+
+    return [ApiVersionsResponse.ApiVersion(api_key=e.api_key, min_version=e.min_version, max_version=e.max_version)
+            for e in registry.entries()]
 
 
 class InjectedHandlerFailure(RuntimeError):

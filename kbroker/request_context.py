@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kbroker.broker_state import BrokerState
     from kbroker.services import Services
 
 
@@ -17,7 +16,8 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
-    broker: BrokerState
+    # The ports a handler reaches the broker through (kbroker/services.py), and nothing else.
+    services: Services
     peer: str = ""
     # Who sent it (Kafka's KafkaPrincipal as "<type>:<name>"): "User:ANONYMOUS" on a
     # PLAINTEXT listener; the SASL user or the TLS certificate's mapped subject once a
@@ -33,9 +33,6 @@ class RequestContext:
     # ``took_effect()`` that everything it changes is changed and only its answer waits.
     effected: bool = False
     on_effect: Callable[[], None] | None = None   # set by the connection while it holds
-    # The ports a handler reaches the broker through (kbroker/services.py).  ``broker``
-    # goes once every handler reads ``services`` instead.
-    services: Services | None = None
 
     def took_effect(self) -> None:
         """Every effect of this request has happened (appended, committed, changed); only

@@ -139,8 +139,8 @@ class SaslAuthenticator:
 
     def _ctx(self, header, version: int) -> RequestContext:  # noqa: ANN001
         return RequestContext(header.request_api_key, version, header.correlation_id,
-                              header.client_id, self.conn.state, self.conn.peer,
-                              listener_name=self.spec.name, services=self.conn.services)
+                              header.client_id, self.conn.services, self.conn.peer,
+                              listener_name=self.spec.name)
 
     def _handshake(self, header, version: int, mechanism: str) -> None:  # noqa: ANN001
         ctx = self._ctx(header, version)
@@ -164,7 +164,7 @@ class SaslAuthenticator:
     def _new_server(self, mechanism: str) -> PlainServer | ScramServer:
         if mechanism == "PLAIN":
             return PlainServer(self.spec.plain_users)
-        return ScramServer(mechanism, self.conn.state.scram_credentials)
+        return ScramServer(mechanism, self.conn.services.scram)
 
     def _authenticate(self, header, version: int, token: bytes) -> None:  # noqa: ANN001
         ctx = self._ctx(header, version)

@@ -4,7 +4,7 @@
   api keys) when they don't match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, and
   librdkafka then retries with v0.
 * An unknown (newer) version gets UNSUPPORTED_VERSION in the v0 layout listing every key
-  (KIP-511); kbroker/connection.py routes it here.
+  (KIP-511); kbroker/connection.py answers it (kbroker/registry.py).
 * The response header is always v0 (wire/headers.py).
 * No features are advertised: advertising e.g. ``transaction.version`` would switch
   Java clients onto KIP-890 paths we do not serve.
@@ -16,21 +16,12 @@ from __future__ import annotations
 
 import re
 
-from kbroker.registry import REGISTRY
+from kbroker.registry import REGISTRY, api_version_entries
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
-
-
-def _api_keys() -> list[ApiVersionsResponse.ApiVersion]:
-    return [ApiVersionsResponse.ApiVersion(api_key=e.api_key, min_version=e.min_version, max_version=e.max_version)
-            for e in REGISTRY.entries()]
-
-
-def unsupported_version_response() -> ApiVersionsResponse:
-    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys())
 
 
 @REGISTRY.register(18, 0, 4)
@@ -40,4 +31,4 @@ def handle_api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVers
         and _SOFTWARE.match(req.client_software_version or "")
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_keys())
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_version_entries(REGISTRY))

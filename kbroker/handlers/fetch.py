@@ -94,7 +94,6 @@ from kbroker.partition import Partition
 from kbroker.registry import REGISTRY
 from kbroker.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica
 from kbroker.request_context import RequestContext
-from kbroker.topic_ids import name_for_id
 from log.errors import LogError
 from wire.error_codes import ErrorCode
 from wire.messages import FetchRequest, FetchResponse
@@ -139,16 +138,13 @@ def _preferred_replica_answer(ctx: RequestContext, req: FetchRequest, partition:
                               fp: FetchRequest.FetchPartition) -> PartitionData | None:
     """On the leader: the answer naming a preferred read replica (KIP-392), or None when the
     leader serves the fetch itself (no selector, no client rack, or the selector chose it)."""
-    state = ctx.broker
     rep = partition.replication
-    if (ctx.api_version < 11 or not req.rack_id or rep is None
-            or state.config["replica.selector.class"] is None):
+    if rep is None:   # no followers: the leader serves
         return None
-    cache = state.cluster.replicas.cache
+    racks = {b.node_id: b.rack for b in ctx.services.metadata.view().brokers()}   # the live brokers
 
     def rack_of(broker_id: int) -> tuple[bool, str | None]:
-        info = cache.broker(broker_id)
-        return (False, None) if info is None else (True, info.rack)
+        return (broker_id in racks, racks.get(broker_id))
     chosen = preferred_read_replica(rep, partition.log_end_offset, fp.fetch_offset, req.rack_id, rack_of,
                                     partition.now_ms())
     if chosen == NO_PREFERRED_REPLICA:
@@ -236,7 +232,9 @@ def _read_replica_partition(partition: Partition, fp: FetchRequest.FetchPartitio
 def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, int, bool]:
     """One pass over the requested partitions (ReplicaManager.readFromLocalLog):
     (response, bytes of records, any error)."""
-    state = ctx.broker
+    services = ctx.services
+    replicas = services.replicas
+    leader_error, follower_partition = replicas.leader_error, replicas.follower_partition
     read_committed = req.isolation_level == 1
     budget = _budget(req)   # what is left of it: Kafka's limitBytes
     total = 0               # record bytes in the response (min_bytes counts these)
@@ -244,10 +242,15 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     topics = []
     version = ctx.api_version
     replica_id = req.replica_id if version < 15 else req.replica_state.replica_id
-    cluster_mode = getattr(state, "cluster", None) is not None
-    from_follower = replica_id >= 0 and cluster_mode
+    # a follower's fetch (replica_id >= 0) only where partitions have followers; a single
+    # node reads a replica id as a consumer's
+    from_follower = replica_id >= 0 and replicas.replicated
+    # KIP-392 on the leader: a consumer v11+ naming its rack may be sent to a preferred read
+    # replica (replica.selector.class); its current_leader_epoch is checked first
+    select_replica = (not from_follower and version >= 11 and bool(req.rack_id)
+                      and services.config.config["replica.selector.class"] is not None)
     by_id = version >= 13
-    partition_of = state.partition
+    partition_of = services.catalog.partition
     # A wide fetch names thousands of partitions (librdkafka names every assigned one in every
     # Fetch, most with nothing new): the loop below runs per partition, so what does not depend
     # on the partition is decided per request or per topic.
@@ -267,12 +270,13 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
         topic_id = topic.topic_id
         for fp in topic.partitions:
             as_follower = False   # a consumer fetch served by this follower (KIP-392)
-            if cluster_mode:   # the leader serves; a follower too for consumer fetches v11+
-                not_leader = state.cluster.replicas.leader_error(name, fp.partition)
+            # the leader serves; a follower too for consumer fetches v11+ (a single node leads all)
+            not_leader = leader_error(name, fp.partition)
+            if not_leader is not None:
                 if (not_leader == ErrorCode.NOT_LEADER_OR_FOLLOWER and not from_follower and version >= 11
-                        and state.cluster.replicas.follower_partition(name, fp.partition) is not None):
+                        and follower_partition(name, fp.partition) is not None):
                     as_follower = True
-                elif not_leader is not None:
+                else:
                     parts.append(_partition_error(fp.partition, not_leader))
                     errors = True
                     continue
@@ -285,7 +289,7 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
                 parts.append(_partition_error(fp.partition, ErrorCode.INCONSISTENT_TOPIC_ID))
                 errors = True
                 continue
-            if cluster_mode and not from_follower and not as_follower:
+            if select_replica and not as_follower:
                 preferred = _epoch_error(partition, fp, version) or _preferred_replica_answer(ctx, req, partition, fp)
                 if preferred is not None:   # an epoch error or a preferred replica: answer at once
                     parts.append(preferred)
@@ -301,7 +305,7 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
                                      total == 0, read_committed)
                 if as_follower and pd.records:
                     log.debug("follower %d served a consumer fetch of %s-%d at offset %d (%d bytes, HW %d)",
-                              state.node_id, name, fp.partition, fp.fetch_offset, len(pd.records),
+                              services.node_id, name, fp.partition, fp.fetch_offset, len(pd.records),
                               pd.high_watermark)
             size = len(pd.records)
             total += size
@@ -341,7 +345,7 @@ async def _wait_then_read(ctx: RequestContext, req: FetchRequest, deadline: floa
     # parked; answering before max_wait (with what there is) is what a Fetch may always do.
     later = ctx.request_after() if ctx.request_after is not None else None
     while True:
-        await ctx.broker.fetch_waiters.wait(tps, deadline - time.monotonic(), later)
+        await ctx.services.fetch_waiters.wait(tps, deadline - time.monotonic(), later)
         resp, total, errors = _read_all(ctx, session.read_request())
         if total >= _min_bytes(req) or errors or time.monotonic() >= deadline or (
                 later is not None and later.done()):
@@ -353,8 +357,9 @@ def handle_fetch(ctx: RequestContext, req: FetchRequest) -> Any:
     if ctx.api_version >= 13:
         # each topic's name, once per request (the reads, waits and metrics go by name);
         # "" for an unknown id: UNKNOWN_TOPIC_ID for its partitions
+        name_for_id = ctx.services.metadata.name_for_id
         for topic in req.topics:
-            topic.topic = name_for_id(ctx.broker, topic.topic_id) or ""
+            topic.topic = name_for_id(topic.topic_id) or ""
     # KIP-227 (kbroker/fetch_session_reads.py): what to read, and what of it to answer
     session = fetch_session_reads.begin(ctx, req)
     if type(session) is FetchResponse:   # a session error

@@ -39,10 +39,9 @@ def services(**ports: Any) -> Services:
 
 
 def context(api_key: int, api_version: int, svc: Services, *, principal: str = "User:ANONYMOUS",
-            peer: str = "127.0.0.1:5000", listener_name: str = "PLAINTEXT", broker: Any = None) -> RequestContext:
-    """A request's context over ``svc`` (``broker`` only while handlers still read it)."""
-    return RequestContext(api_key, api_version, 1, "test-client", broker, peer, principal, listener_name,
-                          services=svc)
+            peer: str = "127.0.0.1:5000", listener_name: str = "PLAINTEXT") -> RequestContext:
+    """A request's context over ``svc``."""
+    return RequestContext(api_key, api_version, 1, "test-client", svc, peer, principal, listener_name)
 
 
 class FixedConfig:

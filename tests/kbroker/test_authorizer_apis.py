@@ -68,8 +68,7 @@ def grant(s: BrokerState, *acls: tuple) -> None:
 
 
 def call(state: BrokerState, key: int, version: int, req, principal: str = ALICE):
-    ctx = RequestContext(key, version, 1, "client", state, "127.0.0.1:5000", principal,
-                         services=build_services(state))
+    ctx = RequestContext(key, version, 1, "client", build_services(state), "127.0.0.1:5000", principal)
     result = REGISTRY.get(key).handler(ctx, req)
     if inspect.isawaitable(result):
         async def wait():

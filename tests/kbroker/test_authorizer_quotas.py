@@ -12,7 +12,9 @@ from types import SimpleNamespace
 
 from kbroker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from kbroker.quotas import DEFAULT, FETCH, FILE_NAME, PRODUCE, QuotaManager, Rate
+from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
+from kbroker.server_state import ServerState
 from tests.kbroker.fakes import context, services
 from wire.error_codes import ErrorCode
 from wire.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
@@ -154,7 +156,7 @@ def test_a_client_over_its_request_quota_gets_throttle_time_ms_and_is_not_read_m
 
     from kbroker.connection import KafkaConnection
     from kbroker.quotas import REQUEST
-    from kbroker.registry import REGISTRY, ApiEntry
+    from kbroker.registry import ApiEntry
     from wire.headers import decode_response, encode_request
     from wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
 
@@ -169,13 +171,6 @@ def test_a_client_over_its_request_quota_gets_throttle_time_ms_and_is_not_read_m
 
     quotas = QuotaManager(str(tmp_path))
     quotas.set((None, "c"), {REQUEST: 0.000001}).result(60)
-
-    class State:
-        config = {"socket.request.max.bytes": 1 << 20}
-
-        def __init__(self) -> None:
-            self.connections: set = set()
-            self.quotas = quotas
 
     class Transport(asyncio.Transport):
         def __init__(self) -> None:
@@ -208,7 +203,8 @@ def test_a_client_over_its_request_quota_gets_throttle_time_ms_and_is_not_read_m
         return resp.throttle_time_ms
 
     async def run(client_id: str) -> Transport:
-        conn = KafkaConnection(State())  # type: ignore[arg-type]
+        conn = KafkaConnection(ServerState(REGISTRY), services(
+            quotas=quotas, config=SimpleNamespace(config={"socket.request.max.bytes": 1 << 20})))
         transport = Transport()
         conn.connection_made(transport)
         conn.data_received(encode_request(DescribeGroupsRequest(groups=[], include_authorized_operations=False),
@@ -238,8 +234,8 @@ def test_apply_quotas_counts_produce_and_consumer_fetch_record_bytes_and_exempts
     q.set(("alice", None), {PRODUCE: 100.0, FETCH: 100.0}).result(60)
 
     def ctx_for(key: int) -> RequestContext:
-        return RequestContext(key, 9 if key == 0 else 12, 1, "app", SimpleNamespace(quotas=q), "127.0.0.1:1",
-                              "User:alice", services=services(quotas=q))
+        return RequestContext(key, 9 if key == 0 else 12, 1, "app", services(quotas=q), "127.0.0.1:1",
+                              "User:alice")
 
     P = ProduceRequest
     produce = P(acks=1, timeout_ms=1000, topic_data=[P.TopicProduceData(name="t", partition_data=[

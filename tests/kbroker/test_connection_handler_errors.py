@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+import kbroker.handlers  # noqa: F401  (registers every API)
 from kbroker.connection import KafkaConnection
 from kbroker.registry import REGISTRY, ApiEntry
+from kbroker.server_state import ServerState
+from tests.kbroker.fakes import services
 from wire.error_codes import ErrorCode
 from wire.headers import decode_response, encode_request
 from wire.messages import (
@@ -69,15 +73,10 @@ class FakeTransport(asyncio.Transport):
         return out
 
 
-class FakeState:
-    config = {"socket.request.max.bytes": 100 * 1024 * 1024}
-
-    def __init__(self) -> None:
-        self.connections: set[Any] = set()
-
-
 def connect() -> tuple[KafkaConnection, FakeTransport]:
-    conn = KafkaConnection(FakeState())  # type: ignore[arg-type]
+    ports = services(config=SimpleNamespace(config={"socket.request.max.bytes": 100 * 1024 * 1024}),
+                     quotas=SimpleNamespace(enabled=False))
+    conn = KafkaConnection(ServerState(REGISTRY), ports)
     transport = FakeTransport()
     conn.connection_made(transport)
     return conn, transport

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from cluster.metadata_image import BrokerInfo
 from cluster.partition_state import PartitionState
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.handlers.fetch import _read_all
+from kbroker.metadata_view import BrokerView
 from kbroker.replica_selector import (
     RACK_AWARE_SELECTOR,
     ReplicaView,
@@ -20,6 +20,8 @@ from kbroker.replica_selector import (
     select_rack_aware,
 )
 from log.errors import OffsetOutOfRangeError
+from tests.kbroker.fakes import context as fake_context
+from tests.kbroker.fakes import services
 from tests.kbroker.test_partition_replication import replicated
 from tests.log.helpers import batch
 from wire.error_codes import ErrorCode
@@ -88,7 +90,8 @@ class FakeReplicas:
         self.partition = partition
         self.leading = leading
         self.node_id = node_id
-        self.cache = SimpleNamespace(broker=lambda b: BrokerInfo(b, (), RACKS[b]) if b in RACKS else None)
+
+    replicated = True
 
     def leader_error(self, topic: str, index: int):
         return None if self.leading else ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -99,10 +102,12 @@ class FakeReplicas:
 
 def context(partition, node_id: int, leading: bool, version: int, selector: str | None = RACK_AWARE_SELECTOR):
     props = {"replica.selector.class": selector} if selector else {}
-    state = SimpleNamespace(cluster=SimpleNamespace(replicas=FakeReplicas(node_id, partition, leading)),
-                            config=BrokerConfig(props), node_id=node_id,
-                            partition=lambda t, i: partition if (t, i) == ("t", 0) else None)
-    return SimpleNamespace(broker=state, api_version=version)
+    live = [BrokerView(b, "127.0.0.1", 9090 + b, rack) for b, rack in sorted(RACKS.items())]
+    ports = services(replicas=FakeReplicas(node_id, partition, leading), node_id=node_id,
+                     config=SimpleNamespace(config=BrokerConfig(props)),
+                     catalog=SimpleNamespace(partition=lambda t, i: partition if (t, i) == ("t", 0) else None),
+                     metadata=SimpleNamespace(view=lambda: SimpleNamespace(brokers=lambda: live)))
+    return fake_context(1, version, ports)
 
 
 def consumer_fetch(offset: int, rack: str, epoch: int = -1) -> FetchRequest:

@@ -41,7 +41,7 @@ def _produce(tmp_path, version: int, records: bytes):
     req = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
         name="compacted", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=memoryview(bytearray(records)))])])
     state = _State(log)
-    ctx = RequestContext(api_key=0, api_version=version, correlation_id=1, client_id="t", broker=state,
+    ctx = RequestContext(api_key=0, api_version=version, correlation_id=1, client_id="t",
                          services=services(catalog=state))
     resp = handle_produce(ctx, req)
     # what the client decodes from the wire

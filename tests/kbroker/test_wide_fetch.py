@@ -16,6 +16,8 @@ from kbroker.fetch_waiters import FetchWaiters
 from kbroker.handlers.fetch import _read_all
 from kbroker.partition import Partition
 from log.log import Log
+from tests.kbroker.fakes import context as fake_context
+from tests.kbroker.fakes import services
 from tests.log.helpers import batch, open_log
 from wire.codec import decode, encode
 from wire.error_codes import ErrorCode
@@ -36,8 +38,8 @@ def wide(tmp_path, with_data: set[int]) -> dict[int, Partition]:
 
 
 def context(parts: dict[int, Partition], version: int = 12):
-    state = SimpleNamespace(partition=lambda t, i: parts.get(i) if t == "w" else None)
-    return SimpleNamespace(broker=state, api_version=version)
+    catalog = SimpleNamespace(partition=lambda t, i: parts.get(i) if t == "w" else None)
+    return fake_context(1, version, services(catalog=catalog))
 
 
 def fetch_all(offsets: dict[int, int], isolation_level: int = 1) -> FetchRequest:

@@ -95,7 +95,7 @@ def connection_of(broker, client: Client) -> KafkaConnection:
     local = f"{host}:{port}"
     found: list[KafkaConnection] = []
     wait_until("the broker accepted the connection",
-               lambda: bool(found.extend(c for c in list(broker.broker.state.connections) if c.peer == local)
+               lambda: bool(found.extend(c for c in list(broker.broker.server.connections) if c.peer == local)
                             or found))
     return found[0]
 
