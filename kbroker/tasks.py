@@ -29,7 +29,7 @@ import logging
 from collections.abc import Coroutine, Iterable
 from typing import Any
 
-__all__ = ["TaskSet", "cancel_and_wait", "finish_loop", "task_name"]
+__all__ = ["TaskSet", "cancel_and_wait", "finish_loop", "new_event_loop", "task_name"]
 
 log = logging.getLogger("kbroker.tasks")
 
@@ -119,3 +119,14 @@ async def finish_loop(timeout_s: float = STOP_TIMEOUT_S) -> None:
             log.warning("%d task(s) did not end when cancelled: %s", len(stuck),
                         ", ".join(sorted(task_name(t) for t in stuck)))
     await asyncio.get_running_loop().shutdown_default_executor()
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when available (it is a dependency), else asyncio's own loop.  Here, beside
+    :func:`finish_loop`, so that the console's stand-alone command makes its loop without
+    importing the broker."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()

@@ -10,6 +10,7 @@ import sys
 import click
 
 from kbroker.console.server import DEFAULT_LISTENER, parse_listener, start_console
+from kbroker.tasks import new_event_loop
 
 
 @click.command("console", help="Serve the web console for a Kafka-compatible cluster (any broker "
@@ -26,8 +27,6 @@ def console(bootstrap_server: str, listen: str, log_level: str) -> None:
         raise click.UsageError(str(e)) from None
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    from kbroker.broker import new_event_loop
-
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     stop = asyncio.Event()

@@ -5,9 +5,10 @@ Kafka-compatible cluster the same way (kbroker or Apache Kafka), and the broker'
 console (``kbroker.console.listener``) reads its own broker through its listener, as a
 client would: one data source, no private path into broker state.
 
-Connections: one per broker id (plus the bootstrap one), each used by one request at a time
-(a lock), reconnected after an error.  Versions: ApiVersions is asked once per broker and
-each request goes at min(our preferred version, the broker's max); where the layout changes
+Connections: kbroker.client's AsyncConnection, one per broker id (plus the bootstrap one),
+each used by one request at a time (a lock), reopened after an error.  Versions: ApiVersions
+is asked once per connection and each request goes at the highest version the broker, the
+codec and ``PREFERRED`` (what this code reads and writes) allow; where the layout changes
 across versions (FindCoordinator v4 batches keys, OffsetFetch v8 batches groups, DeleteTopics
 v6 names topics in structs) both layouts are handled.
 
@@ -19,16 +20,14 @@ to the controller, DescribeLogDirs to every broker.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbroker.client import AsyncConnection, KafkaError
 from wire.error_codes import ErrorCode
 from wire.errors import WireError
-from wire.headers import decode_response, encode_request
 from wire.messages import (
-    ApiVersionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
@@ -43,28 +42,24 @@ from wire.messages import (
     OffsetFetchRequest,
 )
 from wire.record_batch import LOG_OVERHEAD, RecordBatch
-from wire.schema import RESPONSES
 
-_I32 = struct.Struct(">i")
+__all__ = ["ConsoleClient", "KafkaError", "Cluster", "PartitionMeta", "Message", "member_assignment",
+           "LATEST", "EARLIEST"]
+
 CLIENT_ID = "kbroker-console"
 TIMEOUT_S = 30.0
 
-# Versions the console's code is written for (capped by each broker's ApiVersions answer).
-PREFERRED = {3: 12, 1: 12, 2: 7, 32: 4, 35: 4, 16: 4, 15: 5, 9: 8, 10: 4, 19: 7, 20: 6, 44: 1}
+SOFTWARE = ("kbroker-console", "1")   # ApiVersions' client software name and version
+
+# The highest version of each API the console's code reads and writes (api key -> version);
+# each broker's ApiVersions answer may hold it lower.
+PREFERRED = {r.API_KEY: v for r, v in [
+    (MetadataRequest, 12), (FetchRequest, 12), (ListOffsetsRequest, 7), (DescribeConfigsRequest, 4),
+    (DescribeLogDirsRequest, 4), (ListGroupsRequest, 4), (DescribeGroupsRequest, 5), (OffsetFetchRequest, 8),
+    (FindCoordinatorRequest, 4), (CreateTopicsRequest, 7), (DeleteTopicsRequest, 6),
+    (IncrementalAlterConfigsRequest, 1)]}
 RESOURCE_TOPIC = 2
 LATEST, EARLIEST = -1, -2
-
-
-class KafkaError(Exception):
-    """A Kafka error code in an answer; ``str`` is Kafka's name for it plus any message."""
-
-    def __init__(self, code: int, message: str | None = None) -> None:
-        self.code = code
-        try:
-            name = ErrorCode(code).name
-        except ValueError:
-            name = f"error {code}"
-        super().__init__(f"{name}: {message}" if message else name)
 
 
 @dataclass
@@ -98,52 +93,31 @@ class Message:
 
 
 class _Conn:
+    """One broker's connection: opened on first use, reopened after a failure."""
+
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
         self.lock = asyncio.Lock()
-        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        self.versions: dict[int, tuple[int, int]] | None = None
-        self.correlation = itertools.count(1)
-
-    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self.streams is None:
-            self.streams = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), TIMEOUT_S)
-        return self.streams
-
-    async def _roundtrip(self, message: Any, version: int) -> Any:
-        reader, writer = await self._open()
-        cid = next(self.correlation)
-        writer.write(encode_request(message, version, cid, CLIENT_ID))
-        await writer.drain()
-        (size,) = _I32.unpack(await reader.readexactly(4))
-        frame = await reader.readexactly(size)
-        got, response = decode_response(RESPONSES[message.API_KEY].cls, frame, version)
-        if got != cid:
-            raise ConnectionError(f"correlation id {got} answered for {cid}")
-        return response
+        self.conn: AsyncConnection | None = None
 
     async def request(self, message: Any) -> tuple[Any, int]:
         """(response, version used); one request at a time on this connection."""
         async with self.lock:
             try:
-                if self.versions is None:
-                    # v0 request layout is understood by every broker; v3 would need a name
-                    resp = await asyncio.wait_for(self._roundtrip(ApiVersionsRequest(), 0), TIMEOUT_S)
-                    self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-                key = message.API_KEY
-                lo, hi = self.versions.get(key, (0, -1))
-                version = min(PREFERRED.get(key, hi), hi)
-                if version < lo:
-                    raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"api key {key} v{lo}-{hi}")
-                return await asyncio.wait_for(self._roundtrip(message, version), TIMEOUT_S), version
-            except (OSError, asyncio.IncompleteReadError, TimeoutError, WireError, ConnectionError):
+                if self.conn is None or self.conn.closed:
+                    self.conn = await AsyncConnection.open(self.host, self.port, client_id=CLIENT_ID,
+                                                           timeout_s=TIMEOUT_S, caps=PREFERRED,
+                                                           software=SOFTWARE)
+                version = self.conn.version_for(message.API_KEY)
+                return await self.conn.call(message, version), version
+            except (OSError, WireError):
                 self.close()
                 raise
 
     def close(self) -> None:
-        if self.streams is not None:
-            self.streams[1].close()
-            self.streams = None
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
 
 class ConsoleClient:
@@ -180,7 +154,7 @@ class ConsoleClient:
         for conn in targets:
             try:
                 return await conn.request(message)
-            except (OSError, asyncio.IncompleteReadError, TimeoutError, ConnectionError) as e:
+            except OSError as e:   # ConnectionError, TimeoutError: the next one then
                 errors.append(f"{conn.host}:{conn.port}: {e!r}")
         raise ConnectionError("no broker answered: " + "; ".join(errors))
 
@@ -212,7 +186,7 @@ class ConsoleClient:
         async def one(broker_id: int) -> None:
             try:
                 resp, _ = await self._to(broker_id, DescribeLogDirsRequest(topics=None))
-            except (OSError, KafkaError, TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            except (OSError, KafkaError):
                 return
             for d in resp.results:
                 for t in d.topics:
@@ -246,7 +220,7 @@ class ConsoleClient:
                 for t, parts in topics.items()])
             try:
                 resp, _ = await self._to(leader, req)
-            except (OSError, KafkaError, TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            except (OSError, KafkaError):
                 return
             for t in resp.topics:
                 for p in t.partitions:
@@ -347,7 +321,7 @@ class ConsoleClient:
         async def one(broker_id: int) -> None:
             try:
                 resp, version = await self._to(broker_id, ListGroupsRequest(states_filter=[], types_filter=[]))
-            except (OSError, KafkaError, TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            except (OSError, KafkaError):
                 return
             for g in resp.groups:
                 found[g.group_id] = (g.group_id, g.group_state if version >= 4 else "", g.protocol_type)

@@ -42,7 +42,7 @@ def parse_listener(listener: str) -> tuple[str, int]:
 async def _unreachable(request: web.Request, handler):  # type: ignore[no-untyped-def]
     try:
         return await handler(request)
-    except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError, KafkaError) as e:
+    except (OSError, KafkaError) as e:   # the client's ConnectionError, TimeoutError included
         log.info("console page %s failed: %r", request.path, e)
         body = page("Cluster unreachable", "", error=f"The cluster did not answer: {e}")
         return web.Response(text=body, content_type="text/html", status=502)
