@@ -36,7 +36,7 @@ happen before any timing.  Figures, not pass/fail.
   of one topic per request (offsets increase every request; every response is checked for
   errors): as the member of a Stable one-member group (its generation and member id,
   OffsetCommit v8), and as a "simple" commit (generation -1, empty member id, a group with
-  no members).  Blocking socket client on the same codec.  Also the broker process's CPU
+  no members).  kbroker.client's blocking connection.  Also the broker process's CPU
   time per commit (us, /proc user+system).
 * confluent-kafka ``Consumer.commit(offsets=..., asynchronous=False)`` round trips/s from
   the one member of a Stable group, 1 and 6 partitions: context (librdkafka's commit path
@@ -50,7 +50,6 @@ import asyncio
 import os
 import random
 import shutil
-import socket
 import statistics
 import struct
 import tempfile
@@ -63,14 +62,12 @@ from typing import Any, NamedTuple
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kbroker.client import AsyncConnection, Connection, UnsupportedVersion
 from kbroker.tools.client import WRITTEN_FOR  # the versions this code reads and writes
 from tests.compat.broker_process import BrokerProcess
 from wire import messages as m
 from wire.codec import encode
 from wire.error_codes import ErrorCode
-from wire.framing import FrameDecoder
-from wire.headers import decode_response, encode_request
-from wire.schema import REQUESTS
 
 MEMBERS = 10
 JOIN_TOPIC = "bench-group-join"      # MEMBERS partitions: one per member
@@ -82,82 +79,23 @@ SESSION_MS = 30_000
 CLIENT_ID = "group-bench"
 E = ErrorCode
 
-# ------------------------------------------------------------------ a minimal client
-
-
-def response_class(req: Any) -> type:
-    return getattr(m, type(req).__name__.removesuffix("Request") + "Response")
+# ------------------------------------------------------------------ the client (kbroker.client)
 
 
 class BenchError(RuntimeError):
     pass
 
 
-class Conn:
-    """A blocking connection: one request in flight, request then wait for its response."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.sock = socket.create_connection((host, port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.frames = FrameDecoder()
-        self.correlation_id = 0
-
-    def call(self, req: Any, version: int) -> Any:
-        self.correlation_id += 1
-        self.sock.sendall(encode_request(req, version, self.correlation_id, CLIENT_ID))
-        while (frame := self.frames.next_frame()) is None:
-            data = self.sock.recv(65536)
-            if not data:
-                raise BenchError("broker closed the connection")
-            self.frames.feed(data)
-        cid, resp = decode_response(response_class(req), frame, version)
-        if cid != self.correlation_id:
-            raise BenchError(f"correlation id {cid}, expected {self.correlation_id}")
-        return resp
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-class AsyncConn:
-    """The same over asyncio streams (TCP_NODELAY is asyncio's default)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-        self.frames = FrameDecoder()
-        self.correlation_id = 0
-
-    @classmethod
-    async def open(cls, host: str, port: int) -> AsyncConn:
-        return cls(*await asyncio.open_connection(host, port))
-
-    async def call(self, req: Any, version: int) -> Any:
-        self.correlation_id += 1
-        self.writer.write(encode_request(req, version, self.correlation_id, CLIENT_ID))
-        await self.writer.drain()
-        while (frame := self.frames.next_frame()) is None:
-            data = await self.reader.read(65536)
-            if not data:
-                raise BenchError("broker closed the connection")
-            self.frames.feed(data)
-        cid, resp = decode_response(response_class(req), frame, version)
-        if cid != self.correlation_id:
-            raise BenchError(f"correlation id {cid}, expected {self.correlation_id}")
-        return resp
-
-    async def close(self) -> None:
-        self.writer.close()
-        await self.writer.wait_closed()
-
-
-def negotiate(conn: Conn) -> dict[int, int]:
-    """api key -> the highest version both this codec and the broker speak."""
-    resp = conn.call(m.ApiVersionsRequest(client_software_name="kbroker-bench",
-                                          client_software_version="1"), 3)
-    if resp.error_code:
-        raise BenchError(f"ApiVersions: {E(resp.error_code).name}")
-    return {k.api_key: min(k.max_version, WRITTEN_FOR.get(k.api_key, REQUESTS[k.api_key].valid[1] or 0))
-            for k in resp.api_keys if k.api_key in REQUESTS}
+def negotiate(conn: Connection) -> dict[int, int]:
+    """api key -> the highest version this codec, this code (WRITTEN_FOR) and the broker speak."""
+    table = conn.negotiate(("kbroker-bench", "1"))
+    out = {}
+    for key in table.ranges:
+        try:
+            out[key] = table.pick(key)
+        except UnsupportedVersion:   # no version in common: not used then
+            pass
+    return out
 
 
 def check(code: int, what: str) -> None:
@@ -210,7 +148,7 @@ class Round:
             self.done.set()
 
 
-async def run_member(idx: int, conn: AsyncConn, v: dict[int, int], rnd: Round) -> None:
+async def run_member(idx: int, conn: AsyncConnection, v: dict[int, int], rnd: Round) -> None:
     member_id = ""
     while not rnd.done.is_set():
         rnd.join_calls += 1
@@ -254,7 +192,8 @@ class JoinResult(NamedTuple):
 
 
 async def join_rounds(host: str, port: int, v: dict[int, int], rounds: int) -> list[JoinResult]:
-    conns = [await AsyncConn.open(host, port) for _ in range(MEMBERS)]
+    conns = [await AsyncConnection.open(host, port, client_id=CLIENT_ID, timeout_s=None, negotiate=False)
+             for _ in range(MEMBERS)]
     out = []
     try:
         for r in range(rounds):
@@ -271,7 +210,7 @@ async def join_rounds(host: str, port: int, v: dict[int, int], rounds: int) -> l
             check(leave.error_code, "LeaveGroup")
     finally:
         for c in conns:
-            await c.close()
+            await c.aclose()
     return out
 
 
@@ -338,7 +277,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def join_alone(conn: Conn, v: dict[int, int], group: str) -> tuple[int, str]:
+def join_alone(conn: Connection, v: dict[int, int], group: str) -> tuple[int, str]:
     """Make ``conn`` the only member of a Stable group; returns (generation, member id)."""
     member_id = ""
     while True:
@@ -356,7 +295,7 @@ def join_alone(conn: Conn, v: dict[int, int], group: str) -> tuple[int, str]:
             return join.generation_id, member_id
 
 
-def commit_loop(conn: Conn, v: dict[int, int], group: str, generation: int, member_id: str,
+def commit_loop(conn: Connection, v: dict[int, int], group: str, generation: int, member_id: str,
                 partitions: int, seconds: float) -> int:
     """Sequential OffsetCommits for ``seconds``; returns how many round trips completed."""
     Topic, Part = m.OffsetCommitRequest.OffsetCommitRequestTopic, m.OffsetCommitRequest.OffsetCommitRequestPartition
@@ -424,7 +363,7 @@ def main(argv: list[str] | None = None) -> None:
         for _name, fut in admin.create_topics([NewTopic(JOIN_TOPIC, MEMBERS, 1),
                                               NewTopic(COMMIT_TOPIC, COMMIT_PARTITIONS, 1)]).items():
             fut.result(30)
-        conn = Conn(host, port)
+        conn = Connection.open(host, port, client_id=CLIENT_ID, timeout_s=None, negotiate=False, caps=WRITTEN_FOR)
         v = negotiate(conn)
         if v.get(11, 0) < 4:
             raise BenchError("broker's JoinGroup is below v4: no KIP-394 member id round")

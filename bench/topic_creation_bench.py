@@ -19,45 +19,23 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import socket
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from kbroker.client import Connection
 from tests.compat.broker_process import BrokerProcess
-from wire.headers import decode_response, encode_request
 from wire.messages import (
     ApiVersionsRequest,
-    ApiVersionsResponse,
     CreateTopicsRequest,
-    CreateTopicsResponse,
     MetadataRequest,
-    MetadataResponse,
 )
 
 
-class Conn:
-    def __init__(self, bootstrap: str, timeout_s: float = 900) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout_s)
-        self.cid = 0
-
-    def call(self, msg, version: int, resp_cls):  # noqa: ANN001, ANN201 - any message
-        self.cid += 1
-        self.sock.sendall(encode_request(msg, version, self.cid, "topic-creation-bench"))
-        size = int.from_bytes(self._read(4), "big")
-        _, resp = decode_response(resp_cls, self._read(size), version)
-        return resp
-
-    def _read(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed")
-            buf += chunk
-        return bytes(buf)
+def connect(bootstrap: str, timeout_s: float = 900) -> Connection:
+    host, port = bootstrap.rsplit(":", 1)
+    return Connection.open(host, int(port), client_id="topic-creation-bench", timeout_s=timeout_s, negotiate=False)
 
 
 class Pinger(threading.Thread):
@@ -65,7 +43,7 @@ class Pinger(threading.Thread):
 
     def __init__(self, bootstrap: str, interval_s: float = 0.01) -> None:
         super().__init__(daemon=True)
-        self.conn = Conn(bootstrap)
+        self.conn = connect(bootstrap)
         self.interval_s = interval_s
         self.rtts_ms: list[float] = []
         self.stop_event = threading.Event()
@@ -74,13 +52,13 @@ class Pinger(threading.Thread):
         req = ApiVersionsRequest(client_software_name="bench", client_software_version="1")
         while not self.stop_event.is_set():
             t = time.perf_counter()
-            self.conn.call(req, 3, ApiVersionsResponse)
+            self.conn.call(req, 3)
             self.rtts_ms.append((time.perf_counter() - t) * 1000)
             self.stop_event.wait(self.interval_s)
 
 
 def measure(bootstrap: str, topic: str, partitions: int) -> dict[str, float]:
-    conn = Conn(bootstrap)
+    conn = connect(bootstrap)
     pinger = Pinger(bootstrap)
     pinger.start()
     load = os.getloadavg()[0]
@@ -88,13 +66,13 @@ def measure(bootstrap: str, topic: str, partitions: int) -> dict[str, float]:
     req = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
         name=topic, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])],
         timeout_ms=600_000, validate_only=False)
-    resp = conn.call(req, 7, CreateTopicsResponse)
+    resp = conn.call(req, 7)
     answered = time.perf_counter() - t0
     assert resp.topics[0].error_code == 0, resp
     md = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
                          allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     while True:
-        m = conn.call(md, 12, MetadataResponse)
+        m = conn.call(md, 12)
         parts = m.topics[0].partitions if m.topics and m.topics[0].error_code == 0 else []
         if len(parts) == partitions and all(p.leader_id >= 0 for p in parts):
             break

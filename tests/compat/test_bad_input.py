@@ -25,6 +25,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kbroker.client import Connection, ConnectionClosed
 from tests.compat.broker_process import BrokerProcess
 from wire.codec import decode_at
 from wire.headers import decode_request_header, decode_response, encode_request
@@ -53,39 +54,28 @@ class Closed(Exception):
 
 
 class Raw:
-    """A plain TCP connection speaking framed Kafka requests."""
+    """A plain TCP connection speaking framed Kafka requests: kbroker.client's blocking
+    Connection, no ApiVersions of its own, every byte as the test writes it."""
 
     def __init__(self, port: int):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buf = b""
+        self.conn = Connection.open("127.0.0.1", port, client_id="raw-test", timeout_s=10, negotiate=False)
+        self.sock = self.conn.sock
 
     def close(self) -> None:
-        self.sock.close()
+        self.conn.close()
 
     def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
+        self.conn.send_raw(data)
 
     def request(self, msg, version: int, correlation_id: int) -> None:
-        self.send(encode_request(msg, version, correlation_id, "raw-test"))
-
-    def _fill(self, n: int, timeout_s: float) -> None:
-        self.sock.settimeout(timeout_s)
-        while len(self.buf) < n:
-            try:
-                chunk = self.sock.recv(65536)
-            except ConnectionResetError:
-                chunk = b""
-            if not chunk:
-                raise Closed(f"closed with {len(self.buf)} unread bytes")
-            self.buf += chunk
+        self.conn.send(msg, version, correlation_id)
 
     def read_frame(self, timeout_s: float = 10.0) -> bytes:
         """The next response frame (without its size prefix)."""
-        self._fill(4, timeout_s)
-        (size,) = struct.unpack(">i", self.buf[:4])
-        self._fill(4 + size, timeout_s)
-        frame, self.buf = self.buf[4 : 4 + size], self.buf[4 + size :]
-        return frame
+        try:
+            return self.conn.read_frame(timeout_s)
+        except ConnectionClosed as e:
+            raise Closed(f"closed with {e.unread} unread bytes") from None
 
     def response(self, cls, version: int, timeout_s: float = 10.0):
         return decode_response(cls, self.read_frame(timeout_s), version)
@@ -98,7 +88,8 @@ class Raw:
     def assert_silent(self, seconds: float) -> None:
         """Nothing arrives and the connection stays open for ``seconds``."""
         with pytest.raises(socket.timeout):
-            self._fill(1, seconds)
+            self.read_frame(seconds)
+        assert self.conn.buffered_bytes == 0
 
 
 def frame(body: bytes) -> bytes:

@@ -4,12 +4,10 @@ with the cursor where the limit cuts."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kbroker.broker_channel import send_once
+from kbroker.client import Connection
 from tests.compat.java_admin import describe_topics
 from wire.error_codes import ErrorCode
 from wire.messages import DescribeTopicPartitionsRequest as Req
@@ -29,7 +27,8 @@ def create(bootstrap: str) -> None:
 
 def send(broker, req, version: int = 0):
     host, port = broker.bootstrap.rsplit(":", 1)
-    return asyncio.run(send_once(host, int(port), req, version, "dtp-test"))
+    with Connection.open(host, int(port), client_id="dtp-test", negotiate=False) as c:
+        return c.call(req, version)
 
 
 def test_the_java_admin_client_pages_through_a_topic_with_more_partitions_than_its_limit(broker):

@@ -12,9 +12,6 @@
 
 from __future__ import annotations
 
-import socket
-import struct
-
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
@@ -26,17 +23,13 @@ from confluent_kafka.admin import (
 )
 
 from groups import partition_for
+from kbroker.client import Connection
 from tests.compat.group_helpers import create_topic
-from wire.headers import decode_response, encode_request
 from wire.messages import (
     FindCoordinatorRequest,
-    FindCoordinatorResponse,
     MetadataRequest,
-    MetadataResponse,
     OffsetCommitRequest,
-    OffsetCommitResponse,
     OffsetFetchRequest,
-    OffsetFetchResponse,
 )
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -44,35 +37,13 @@ INVALID_COMMIT_OFFSET_SIZE = 28
 COMMIT_V, FETCH_V = 8, 7
 
 
-class Raw:
-    """One TCP connection sending framed requests and reading their responses in order."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.correlation_id = 0
-
-    def call(self, msg, response_cls, version: int):
-        self.correlation_id += 1
-        self.sock.sendall(encode_request(msg, version, self.correlation_id, "store-first"))
-        (size,) = struct.unpack(">i", self._read(4))
-        correlation_id, response = decode_response(response_cls, self._read(size), version)
-        assert correlation_id == self.correlation_id
-        return response
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise AssertionError(f"the broker closed the connection ({len(buf)}/{n} bytes)")
-            buf += chunk
-        return buf
-
-    def close(self) -> None:
-        self.sock.close()
+def raw_connection(port: int) -> Connection:
+    """One connection (no ApiVersions of its own) sending requests at the versions this test
+    names and reading their responses in order."""
+    return Connection.open("127.0.0.1", port, client_id="store-first", timeout_s=60, negotiate=False)
 
 
-def commit(raw: Raw, group: str, topic: str, offsets: dict[int, int], metadata: str) -> list[int]:
+def commit(raw: Connection, group: str, topic: str, offsets: dict[int, int], metadata: str) -> list[int]:
     req = OffsetCommitRequest(
         group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
         topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
@@ -80,28 +51,28 @@ def commit(raw: Raw, group: str, topic: str, offsets: dict[int, int], metadata: 
                 partition_index=p, committed_offset=o, committed_leader_epoch=-1,
                 committed_metadata=metadata)
             for p, o in offsets.items()])])
-    resp = raw.call(req, OffsetCommitResponse, COMMIT_V)
+    resp = raw.call(req, COMMIT_V)
     return [p.error_code for t in resp.topics for p in t.partitions]
 
 
-def fetch(raw: Raw, group: str, topic: str, partitions: list[int]) -> dict[int, tuple[int, str]]:
+def fetch(raw: Connection, group: str, topic: str, partitions: list[int]) -> dict[int, tuple[int, str]]:
     req = OffsetFetchRequest(group_id=group, topics=[
         OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)])
-    resp = raw.call(req, OffsetFetchResponse, FETCH_V)
+    resp = raw.call(req, FETCH_V)
     assert resp.error_code == 0
     return {p.partition_index: (p.committed_offset, p.metadata)
             for t in resp.topics for p in t.partitions}
 
 
-def find_coordinator(raw: Raw, group: str) -> int:
-    resp = raw.call(FindCoordinatorRequest(key=group, key_type=0), FindCoordinatorResponse, 3)
+def find_coordinator(raw: Connection, group: str) -> int:
+    resp = raw.call(FindCoordinatorRequest(key=group, key_type=0), 3)
     assert resp.error_code == 0
     return resp.node_id
 
 
-def offsets_topic_partitions(raw: Raw) -> int:
+def offsets_topic_partitions(raw: Connection) -> int:
     resp = raw.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(
-        name=OFFSETS_TOPIC)], allow_auto_topic_creation=False), MetadataResponse, 9)
+        name=OFFSETS_TOPIC)], allow_auto_topic_creation=False), 9)
     [topic] = resp.topics
     assert topic.error_code == 0 and topic.is_internal
     return len(topic.partitions)
@@ -117,7 +88,7 @@ def set_topic_config(bootstrap: str, topic: str, name: str, value: str) -> None:
 
 def test_a_commit_whose_record_exceeds_max_message_bytes_answers_invalid_commit_offset_size_and_the_connection_stays_open(broker):
     create_topic(broker.bootstrap, "t", 2)
-    raw = Raw(broker.port)
+    raw = raw_connection(broker.port)
     try:
         find_coordinator(raw, "g")  # creates __consumer_offsets, as in Kafka
         set_topic_config(broker.bootstrap, OFFSETS_TOPIC, "max.message.bytes", "1024")
@@ -146,7 +117,7 @@ def test_a_commit_whose_record_exceeds_max_message_bytes_answers_invalid_commit_
         c.close()
 
     broker.restart()  # what was answered with an error is not in the log either
-    raw = Raw(broker.port)
+    raw = raw_connection(broker.port)
     try:
         assert fetch(raw, "g", "t", [0, 1]) == {0: (5, "small"), 1: (7, "ok")}
     finally:
@@ -170,7 +141,7 @@ def test_a_restart_with_another_offsets_topic_num_partitions_keeps_placing_group
     b = broker_factory(**{"offsets.topic.num.partitions": "3"})
     create_topic(b.bootstrap, "t", 1)
     groups = _groups_beyond(3, 7, 4)
-    raw = Raw(b.port)
+    raw = raw_connection(b.port)
     try:
         find_coordinator(raw, groups[0])
         for i, g in enumerate(groups):
@@ -180,7 +151,7 @@ def test_a_restart_with_another_offsets_topic_num_partitions_keeps_placing_group
 
     b.overrides["offsets.topic.num.partitions"] = "7"
     b.restart()
-    raw = Raw(b.port)
+    raw = raw_connection(b.port)
     try:
         assert offsets_topic_partitions(raw) == 3  # the topic is not resized
         for i, g in enumerate(groups):
@@ -202,7 +173,7 @@ def test_a_restart_with_another_offsets_topic_num_partitions_keeps_placing_group
         c.close()
 
     b.restart()  # the second commits were written next to the first ones: they win on replay
-    raw = Raw(b.port)
+    raw = raw_connection(b.port)
     try:
         assert fetch(raw, groups[0], "t", [0]) == {0: (200, "")}
         for i, g in enumerate(groups[1:], start=1):

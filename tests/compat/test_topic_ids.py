@@ -6,7 +6,6 @@ read exact records.  A relay in front of the broker notes the Fetch versions the
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import time
 import uuid
@@ -15,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kbroker.broker_channel import send_once
+from kbroker.client import Connection
 from log.partition_metadata_file import PartitionMetadataFile
 from tests.compat.java_admin import JAVA_DIR, java_client_classpath
 from tests.compat.request_recorder import RequestRecorder
@@ -35,7 +34,8 @@ DEADLINE_S = 60.0
 
 def send(bootstrap: str, req, version: int):
     host, port = bootstrap.rsplit(":", 1)
-    return asyncio.run(send_once(host, int(port), req, version, "topic-ids-test"))
+    with Connection.open(host, int(port), client_id="topic-ids-test", negotiate=False) as c:
+        return c.call(req, version)
 
 
 def ids_seen(bootstrap: str, name: str) -> tuple[uuid.UUID, uuid.UUID]:

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 
 import pytest
 
 import kbroker.json_file as json_file
 from kbroker import Broker
+from kbroker.client import Connection
 from kbroker.producer_ids import BLOCK_SIZE, ProducerIdManager
 from kbroker.topic_configs import TopicConfigStore
 from log.config import LogConfig
-from wire.headers import decode_response, encode_request
 from wire.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -37,19 +36,9 @@ TOPIC, BROKER = 2, 4  # resource types
 
 def _call(bootstrap: str, msg, version: int, resp_cls):
     host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=DEADLINE_S) as s:
-        s.sendall(encode_request(msg, version, 7, "test"))
-        size = int.from_bytes(_read(s, 4), "big")
-        return decode_response(resp_cls, _read(s, size), version)[1]
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        assert chunk, "connection closed"
-        buf += chunk
-    return buf
+    with Connection.open(host, int(port), client_id="test", timeout_s=DEADLINE_S, negotiate=False) as c:
+        c.send(msg, version, 7)
+        return c.receive(resp_cls, version)[1]
 
 
 class GatedWrite:

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 
 from kbroker import Broker
-from wire.headers import decode_response, encode_request
+from kbroker.client import Connection
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
 
 def _call(bootstrap: str, msg, version: int, resp_cls, correlation_id: int = 7):
     host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(encode_request(msg, version, correlation_id, "test"))
-        size = int.from_bytes(_read(s, 4), "big")
-        return decode_response(resp_cls, _read(s, size), version)
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        assert chunk, "connection closed"
-        buf += chunk
-    return buf
+    with Connection.open(host, int(port), client_id="test", timeout_s=10, negotiate=False) as c:
+        c.send(msg, version, correlation_id)
+        return c.receive(resp_cls, version)
 
 
 def test_a_synchronous_embedded_broker_answers_api_versions_and_stops(tmp_path):
