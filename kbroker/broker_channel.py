@@ -1,5 +1,6 @@
 """Inter-broker client connections (Kafka's ``ControllerChannelManager`` /
-``RequestSendThread``), speaking the project's own codec (wire/).
+``RequestSendThread``), on kbroker.client's AsyncConnection (kbroker/inter_broker_client.py
+opens them with the inter-broker listener's TLS and SASL).
 
 One :class:`BrokerLink` per target broker: a queue of requests sent one at a time, in
 order, each awaiting its response before the next goes (Kafka's controller keeps one
@@ -19,15 +20,12 @@ ControlledShutdown to the controller.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import struct
 from typing import Any
 
 from kbroker import inter_broker_client  # TLS / SASL of the inter-broker listener
+from kbroker.client import AsyncConnection
 from kbroker.tasks import cancel_and_wait, task_name
-from wire.headers import decode_response, encode_request
-from wire.schema import RESPONSES
 
 __all__ = ["BrokerChannel", "BrokerLink", "send_once"]
 
@@ -35,31 +33,18 @@ log = logging.getLogger("kbroker.broker_channel")
 
 RETRY_BACKOFF_S = 0.3
 REQUEST_TIMEOUT_S = 30.0
-_I32 = struct.Struct(">i")
-
-
-async def roundtrip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, message: Any,
-                    version: int, correlation_id: int, client_id: str) -> Any:
-    """One request and its response on an open connection (the caller serialises use of it)."""
-    writer.write(encode_request(message, version, correlation_id, client_id))
-    await writer.drain()
-    (size,) = _I32.unpack(await reader.readexactly(4))
-    frame = await reader.readexactly(size)
-    cid, response = decode_response(RESPONSES[message.API_KEY].cls, frame, version)
-    if cid != correlation_id:
-        raise ConnectionError(f"correlation id {cid} answered for {correlation_id}")
-    return response
 
 
 async def send_once(host: str, port: int, message: Any, version: int, client_id: str,
                     timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
-    """One request on a new connection; raises OSError / TimeoutError / IncompleteReadError."""
+    """One request on a new connection; raises OSError (kbroker.client's ConnectionClosed,
+    SaslAuthenticationFailed, ...) or TimeoutError."""
     async def go() -> Any:
-        reader, writer = await inter_broker_client.open_connection(host, port)
+        conn = await inter_broker_client.open_connection(host, port, client_id)
         try:
-            return await roundtrip(reader, writer, message, version, 1, client_id)
+            return await conn.call(message, version)
         finally:
-            writer.close()
+            conn.close()
     return await asyncio.wait_for(go(), timeout_s)
 
 
@@ -69,8 +54,7 @@ class BrokerLink:
         self.host, self.port = host, port
         self.client_id = client_id
         self._queue: asyncio.Queue[tuple[Any, int, asyncio.Future[Any]]] = asyncio.Queue()
-        self._correlation = itertools.count(1)
-        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._conn: AsyncConnection | None = None
         self._closed = False
         self._inflight: asyncio.Future[Any] | None = None   # the request being sent
         self.task = asyncio.ensure_future(self._run())
@@ -94,14 +78,12 @@ class BrokerLink:
                 try:
                     if self._conn is None:
                         self._conn = await asyncio.wait_for(
-                            inter_broker_client.open_connection(self.host, self.port), REQUEST_TIMEOUT_S)
-                    response = await asyncio.wait_for(
-                        roundtrip(*self._conn, message, version, next(self._correlation),
-                                   self.client_id), REQUEST_TIMEOUT_S)
+                            inter_broker_client.open_connection(self.host, self.port, self.client_id),
+                            REQUEST_TIMEOUT_S)
+                    response = await asyncio.wait_for(self._conn.call(message, version), REQUEST_TIMEOUT_S)
                     if not fut.done():   # close() may have cancelled it meanwhile
                         fut.set_result(response)
-                except (OSError, EOFError, TimeoutError, asyncio.IncompleteReadError,
-                        ConnectionError) as e:
+                except OSError as e:   # refused, closed, reset, timed out (TimeoutError), SASL refused
                     if self._closed:
                         break
                     log.info("request %s to broker %d (%s:%d) failed (%r); retrying",
@@ -113,7 +95,7 @@ class BrokerLink:
 
     def _drop_connection(self) -> None:
         if self._conn is not None:
-            self._conn[1].close()
+            self._conn.close()
             self._conn = None
 
     def close(self) -> None:

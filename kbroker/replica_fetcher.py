@@ -42,13 +42,12 @@ thread).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbroker import inter_broker_client  # TLS / SASL of the inter-broker listener
-from kbroker.broker_channel import roundtrip
+from kbroker.client import AsyncConnection
 from kbroker.fetch_session_client import FetchSessionHandler
 from log.errors import LogError
 from log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -114,8 +113,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, _PartitionFetch] = {}
         self._changed = asyncio.Event()
         self._closing = False
-        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        self._correlation = itertools.count(1)
+        self._conn: AsyncConnection | None = None
         self.session = FetchSessionHandler()   # KIP-227 with the leader (kbroker/fetch_session_client.py)
         self._task = asyncio.ensure_future(self._run())
         self.fetches = 0  # answers processed (tests and logs)
@@ -175,7 +173,7 @@ class ReplicaFetcher:
                 await self._fetch_once(ready)
             except asyncio.CancelledError:
                 raise
-            except (OSError, EOFError, TimeoutError, asyncio.IncompleteReadError, ConnectionError) as e:
+            except OSError as e:   # refused, closed, reset, timed out (TimeoutError), SASL refused
                 log.info("fetch from broker %d (%s:%d) failed (%r); backing off %d ms", self.leader_id,
                          *self.endpoint, e, self.settings.backoff_ms)
                 self._drop_connection()
@@ -340,9 +338,9 @@ class ReplicaFetcher:
     async def _send(self, message: Any, version: int, timeout_s: float) -> Any:
         async def send() -> Any:
             if self._conn is None:
-                self._conn = await inter_broker_client.open_connection(*self.endpoint)
-            return await roundtrip(*self._conn, message, version, next(self._correlation) & 0x7FFFFFFF,
-                                   f"broker-{self.settings.broker_id}-fetcher")
+                self._conn = await inter_broker_client.open_connection(
+                    *self.endpoint, f"broker-{self.settings.broker_id}-fetcher")
+            return await self._conn.call(message, version)
         try:
             return await asyncio.wait_for(send(), timeout_s)
         except BaseException:
@@ -352,7 +350,7 @@ class ReplicaFetcher:
     def _drop_connection(self) -> None:
         self.session.reset()   # a request may be lost with it: start the session over
         if self._conn is not None:
-            self._conn[1].close()
+            self._conn.close()
             self._conn = None
 
 

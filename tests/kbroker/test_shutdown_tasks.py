@@ -14,28 +14,30 @@ from __future__ import annotations
 
 import asyncio
 
-from kbroker import broker_channel, inter_broker_client
+from kbroker import inter_broker_client
 from kbroker.broker import Broker
 from kbroker.broker_channel import BrokerChannel, BrokerLink
 from kbroker.tasks import TaskSet, cancel_and_wait, finish_loop
 from wire.messages import ApiVersionsRequest
 
 
-class _Writer:
+class _Connection:
+    def __init__(self, arrived: asyncio.Event) -> None:
+        self.arrived = arrived
+
+    async def call(self, *args: object) -> str:
+        self.arrived.set()   # wakes the test first: it closes the link before wait_for resumes
+        return "answer"
+
     def close(self) -> None:
         pass
 
 
 def _fake_peer(monkeypatch, arrived: asyncio.Event) -> None:
-    async def open_connection(host: str, port: int) -> tuple[None, _Writer]:
-        return None, _Writer()
-
-    async def roundtrip(*args: object) -> str:
-        arrived.set()   # wakes the test first: it closes the link before wait_for resumes
-        return "answer"
+    async def open_connection(host: str, port: int, client_id: str) -> _Connection:
+        return _Connection(arrived)
 
     monkeypatch.setattr(inter_broker_client, "open_connection", open_connection)
-    monkeypatch.setattr(broker_channel, "roundtrip", roundtrip)
 
 
 def test_a_link_closed_as_its_response_arrives_ends_its_task(monkeypatch):
