@@ -11,24 +11,47 @@ type       key / value             written by Kafka today
 0, 1       OffsetCommitKey/Value   type 1; value v1 if an expire timestamp is set (OffsetCommit
                                    v2-v4 with retention_time_ms != -1), else v3
 2          GroupMetadataKey/Value  type 2; value v3
-3+         consumer/share/streams  (KIP-848 and later groups) skipped on replay
+3-8        ConsumerGroup*Key/Value KIP-848 consumer groups; skipped on replay
+9+         share/streams groups    unknown here
 =========  ======================  ==========================================================
 
 Readers accept every version of the value schemas (0-4), as Kafka's loader does.
+``decode_key`` / ``decode_value`` read what the classic coordinator replays (types 0-2);
+``decode_any_key`` / ``decode_any_value`` read every type of :data:`RECORD_TYPES`, for tools
+(``kbroker dump-log --offsets-decoder``, as Kafka's DumpLogSegments prints them).
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
-from wire import decode, encode
-from wire.messages import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
+from wire import decode, decode_at, encode
+from wire.messages import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
 
 __all__ = [
     "OFFSET_COMMIT_KEY_VERSION", "GROUP_METADATA_KEY_VERSION", "GROUP_METADATA_VALUE_VERSION",
-    "Record", "offset_commit_record", "offset_commit_tombstone", "group_metadata_record",
-    "group_metadata_tombstone", "decode_key", "decode_value", "offset_commit_value_version",
+    "RECORD_TYPES", "Record", "offset_commit_record", "offset_commit_tombstone",
+    "group_metadata_record", "group_metadata_tombstone", "decode_key", "decode_value",
+    "decode_any_key", "decode_any_value", "offset_commit_value_version",
 ]
 
 OFFSET_COMMIT_KEY_VERSION = 1    # the record type (the key schema's apiKey)
@@ -37,6 +60,22 @@ _KEY_LAYOUT = 0                  # every coordinator key struct has one layout
 GROUP_METADATA_VALUE_VERSION = 3
 
 _I16 = struct.Struct(">h")
+
+# record type (the int16 before a key) -> (key struct, value struct) of every type above;
+# type 0 is the OffsetCommit key of Kafka before 0.10 (LegacyOffsetCommitKey in Kafka 4's
+# schemas), the same layout as type 1
+RECORD_TYPES: dict[int, tuple[type, type]] = {
+    0: (OffsetCommitKey, OffsetCommitValue),
+    1: (OffsetCommitKey, OffsetCommitValue),
+    2: (GroupMetadataKey, GroupMetadataValue),
+    3: (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
+    4: (ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
+    5: (ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
+    6: (ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue),
+    7: (ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue),
+    8: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
+}
+_CLASSIC_RECORD_TYPES = (0, 1, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,17 +133,36 @@ def group_metadata_tombstone(group_id: str) -> Record:
     return Record(_keyed(GroupMetadataKey(group=group_id), GROUP_METADATA_KEY_VERSION), None)
 
 
-def decode_key(key: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey | None:
-    """The key struct, or None for record types the classic coordinator does not own."""
+def _record_type(key: bytes | memoryview) -> int:
     if len(key) < 2:
         raise ValueError("coordinator record key shorter than its record type")
-    (record_type,) = _I16.unpack_from(key, 0)
-    body = memoryview(key)[2:]
-    if record_type in (0, 1):
-        return decode(OffsetCommitKey, body, _KEY_LAYOUT)
-    if record_type == 2:
-        return decode(GroupMetadataKey, body, _KEY_LAYOUT)
-    return None
+    return _I16.unpack_from(key, 0)[0]
+
+
+def decode_key(key: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey | None:
+    """The key struct, or None for record types the classic coordinator does not own."""
+    record_type = _record_type(key)
+    if record_type not in _CLASSIC_RECORD_TYPES:
+        return None
+    return decode(RECORD_TYPES[record_type][0], memoryview(key)[2:], _KEY_LAYOUT)
+
+
+def decode_any_key(key: bytes | memoryview) -> tuple[int, Any | None]:
+    """(record type, key struct) for any type of :data:`RECORD_TYPES`; the struct is None
+    for a type not there.  Raises what the decoder raises for a malformed key."""
+    record_type = _record_type(key)
+    if record_type not in RECORD_TYPES:
+        return record_type, None
+    return record_type, decode_at(RECORD_TYPES[record_type][0], key, _KEY_LAYOUT, 2)[0]
+
+
+def decode_any_value(record_type: int, value: bytes | memoryview) -> tuple[int, Any]:
+    """(version, value struct) of a non-null value of ``record_type`` (a key of
+    :data:`RECORD_TYPES`, as ``decode_any_key`` answered it)."""
+    if len(value) < 2:
+        raise ValueError("coordinator record value shorter than its version")
+    (version,) = _I16.unpack_from(value, 0)
+    return version, decode_at(RECORD_TYPES[record_type][1], value, version, 2)[0]
 
 
 def decode_value(key_struct, value: bytes | memoryview | None):

@@ -35,11 +35,12 @@ import struct
 from log.errors import CorruptIndexError, IndexOffsetOverflowError
 from log.types import NO_TIMESTAMP, OffsetPosition, TimestampOffset
 
-__all__ = ["AbstractIndex", "OffsetIndex", "TimeIndex"]
+__all__ = ["OFFSET_ENTRY", "TIME_ENTRY", "AbstractIndex", "OffsetIndex", "TimeIndex"]
 
 _INT32_MAX = (1 << 31) - 1
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
+# The entry formats of the two files (module docstring); also what ``kbroker dump-log`` reads.
+OFFSET_ENTRY = struct.Struct(">ii")   # relativeOffset, position
+TIME_ENTRY = struct.Struct(">qi")     # timestamp (ms), relativeOffset
 _PAGE = mmap.PAGESIZE
 
 
@@ -256,19 +257,19 @@ class OffsetIndex(AbstractIndex):
         self.last_offset = self._last_entry().offset
 
     def _key(self, n: int) -> int:
-        return self.base_offset + _OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)[0]
+        return self.base_offset + OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)[0]
 
     def _value(self, n: int) -> int:
-        return _OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)[1]
+        return OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)[1]
 
     def _parse(self, n: int) -> OffsetPosition:
-        rel, pos = _OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)
+        rel, pos = OFFSET_ENTRY.unpack_from(self._mmap or self._mapped(), n * 8)
         return OffsetPosition(self.base_offset + rel, pos)
 
     def _last_entry(self) -> OffsetPosition:
         if self.entries == 0:
             return OffsetPosition(self.base_offset, 0)
-        rel, pos = _OFFSET_ENTRY.unpack(self._entry_bytes(self.entries - 1))
+        rel, pos = OFFSET_ENTRY.unpack(self._entry_bytes(self.entries - 1))
         return OffsetPosition(self.base_offset + rel, pos)
 
     def sanity_check(self, log_size: int | None = None) -> None:
@@ -290,7 +291,7 @@ class OffsetIndex(AbstractIndex):
                     f"Index file {self.path}: last entry points at position {last.position} "
                     f"outside the log ({log_size} bytes)"
                 )
-            if self.entries > 1 and _OFFSET_ENTRY.unpack(self._entry_bytes(0))[0] + self.base_offset >= last.offset:
+            if self.entries > 1 and OFFSET_ENTRY.unpack(self._entry_bytes(0))[0] + self.base_offset >= last.offset:
                 raise CorruptIndexError(f"Index file {self.path}: offsets are not increasing")
 
     def lookup(self, target_offset: int) -> OffsetPosition:
@@ -313,7 +314,7 @@ class OffsetIndex(AbstractIndex):
         if self.is_full():
             raise IndexError(f"Attempt to append to a full index (size = {self.entries}).")
         if self.entries == 0 or offset > self.last_offset:
-            self._write_entry(_OFFSET_ENTRY, self.entries * 8, self.relative_offset(offset), position)
+            self._write_entry(OFFSET_ENTRY, self.entries * 8, self.relative_offset(offset), position)
             self.entries += 1
             self.last_offset = offset
         else:
@@ -352,19 +353,19 @@ class TimeIndex(AbstractIndex):
         self._last = self._last_entry_from_file()
 
     def _key(self, n: int) -> int:
-        return _TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)[0]
+        return TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)[0]
 
     def _value(self, n: int) -> int:
-        return self.base_offset + _TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)[1]
+        return self.base_offset + TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)[1]
 
     def _parse(self, n: int) -> TimestampOffset:
-        ts, rel = _TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)
+        ts, rel = TIME_ENTRY.unpack_from(self._mmap or self._mapped(), n * 12)
         return TimestampOffset(ts, self.base_offset + rel)
 
     def _last_entry_from_file(self) -> TimestampOffset:
         if self.entries == 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        ts, rel = _TIME_ENTRY.unpack(self._entry_bytes(self.entries - 1))
+        ts, rel = TIME_ENTRY.unpack(self._entry_bytes(self.entries - 1))
         return TimestampOffset(ts, self.base_offset + rel)
 
     def is_full(self) -> bool:
@@ -374,7 +375,7 @@ class TimeIndex(AbstractIndex):
         return self._last
 
     def sanity_check(self, log_size: int | None = None) -> None:
-        first = _TIME_ENTRY.unpack(self._entry_bytes(0))[0] if self.entries != 0 else NO_TIMESTAMP
+        first = TIME_ENTRY.unpack(self._entry_bytes(0))[0] if self.entries != 0 else NO_TIMESTAMP
         if self.entries != 0 and self._last.timestamp < first:
             raise CorruptIndexError(
                 f"Corrupt time index found, time index file ({self.path}) has non-zero size but the "
@@ -420,7 +421,7 @@ class TimeIndex(AbstractIndex):
         if timestamp > self._last.timestamp:
             if self.entries >= self.max_entries:
                 raise IndexError(f"time index {self.path} has no free slot")
-            self._write_entry(_TIME_ENTRY, self.entries * 12, timestamp, self.relative_offset(offset))
+            self._write_entry(TIME_ENTRY, self.entries * 12, timestamp, self.relative_offset(offset))
             self.entries += 1
             self._last = TimestampOffset(timestamp, offset)
 

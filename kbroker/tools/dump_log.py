@@ -12,40 +12,39 @@ Kafka's (kbroker writes the same files).  Output lines are DumpLogSegments':
 * ``.index``: ``offset: O position: P`` per entry; ``.timeindex``: ``timestamp: T offset: O``;
   entries are checked against the log and mismatches reported on stderr at the end.
   A preallocated index (the active segment's) ends at its first zero entry.
+
+It reads through the storage code, as Kafka's tool does: batches with ``log.file_records``
+(whole batches only; a partial one, or a batch length too small for a batch header, ends the
+file and the rest is reported as invalid bytes), index entries in ``log.index``'s formats,
+``__consumer_offsets`` records with ``groups.records``.  What stays here is the output: the
+lines and the JSON of Kafka's generated converters.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import struct
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
+from groups.records import decode_any_key, decode_any_value
+from log.errors import CorruptRecordError
+from log.file_records import FileRecords
+from log.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex
+from wire.batch_header import BatchHeader
 from wire.codec import decode_at
+from wire.messages import GroupMetadataValue
 from wire.record_batch import ControlRecordType, RecordBatch, decode_control_record
-from wire.schema import SPECS, ZERO_UUID
+from wire.schema import SPECS, ZERO_UUID, spec_of
 
-_HEAD = struct.Struct(">qi")  # baseOffset, batchLength
-_INDEX = struct.Struct(">ii")  # relative offset, position
-_TIME_INDEX = struct.Struct(">qi")  # timestamp, relative offset
 _CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 MAX_INT = 2**31 - 1
-
-# __consumer_offsets record types (the int16 before a key; the key schema's apiKey) -> (key schema, value schema)
-_GROUP_RECORDS = {
-    0: ("OffsetCommitKey", "OffsetCommitValue"), 1: ("OffsetCommitKey", "OffsetCommitValue"),
-    2: ("GroupMetadataKey", "GroupMetadataValue"),
-    3: ("ConsumerGroupMetadataKey", "ConsumerGroupMetadataValue"),
-    4: ("ConsumerGroupPartitionMetadataKey", "ConsumerGroupPartitionMetadataValue"),
-    5: ("ConsumerGroupMemberMetadataKey", "ConsumerGroupMemberMetadataValue"),
-    6: ("ConsumerGroupTargetAssignmentMetadataKey", "ConsumerGroupTargetAssignmentMetadataValue"),
-    7: ("ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue"),
-    8: ("ConsumerGroupCurrentMemberAssignmentKey", "ConsumerGroupCurrentMemberAssignmentValue"),
-}
 
 
 def _java_str(b: bytes) -> str:
@@ -56,16 +55,27 @@ def _bool(b: bool) -> str:
     return "true" if b else "false"
 
 
-def iter_file_batches(buf: bytes, max_bytes: int = MAX_INT):
-    """(position, RecordBatch) for each whole batch in the first ``max_bytes`` of a segment."""
-    pos, end = 0, min(len(buf), max_bytes)
-    while pos + _HEAD.size <= end:
-        _, length = _HEAD.unpack_from(buf, pos)
-        size = _HEAD.size + length
-        if length < 14 or pos + size > end:  # a partial batch: the rest is "invalid bytes"
-            break
-        yield pos, RecordBatch(buf, pos)
-        pos += size
+def _open_records(path: Path) -> FileRecords:
+    """A segment's ``.log``, read only (``FileRecords.open`` would create a missing file and
+    needs write access); the caller closes it."""
+    fd = os.open(path, os.O_RDONLY)
+    return FileRecords(str(path), fd, os.fstat(fd).st_size)
+
+
+def _headers(records: FileRecords, start: int = 0, end: int = MAX_INT) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each whole batch in ``[start, end)``: a partial batch, or a batch
+    length too small for a header, ends the batches (what follows is invalid bytes)."""
+    if start < 0:   # a corrupt index entry's position: no batch there
+        return
+    try:
+        yield from records.batch_headers_from(start, end)
+    except CorruptRecordError:
+        return
+
+
+def _batch(records: FileRecords, position: int, header: BatchHeader) -> RecordBatch:
+    """The whole batch at ``position``, for its records and its CRC check."""
+    return RecordBatch(records.read(position, header.size_in_bytes))
 
 
 # --------------------------------------------------------------------------- JSON of records
@@ -122,21 +132,17 @@ def decode_offsets_record(offset: int, key: bytes | None, value: bytes | None) -
         raise click.ClickException(f"Failed to decode message at offset {offset} using the specified "
                                    "decoder (message had a missing key)")
     try:
-        rtype = int.from_bytes(key[:2], "big", signed=True)
-        if rtype not in _GROUP_RECORDS:
+        rtype, kmsg = decode_any_key(key)
+        if kmsg is None:
             return f"Unknown record type {rtype} at offset {offset}, skipping.", None
-        key_name, value_name = _GROUP_RECORDS[rtype]
-        kspec = SPECS[key_name]
-        kmsg, _ = decode_at(kspec.cls, key, 0, 2)  # a coordinator key has one layout, 0
-        ktext = json.dumps({"type": str(rtype), "data": _json_struct(kspec, kmsg, 0)},
+        # a coordinator key has one layout, 0
+        ktext = json.dumps({"type": str(rtype), "data": _json_struct(spec_of(kmsg), kmsg, 0)},
                            separators=(",", ":"), ensure_ascii=False)
         if value is None:
             return ktext, "<DELETE>"
-        vversion = int.from_bytes(value[:2], "big", signed=True)
-        vspec = SPECS[value_name]
-        vmsg, _ = decode_at(vspec.cls, value, vversion, 2)
-        data = _json_struct(vspec, vmsg, vversion)
-        if value_name == "GroupMetadataValue" and data.get("protocolType") == "consumer":
+        vversion, vmsg = decode_any_value(rtype, value)
+        data = _json_struct(spec_of(vmsg), vmsg, vversion)
+        if isinstance(vmsg, GroupMetadataValue) and data.get("protocolType") == "consumer":
             for m in data.get("members") or []:
                 m["subscription"] = _embedded(m.get("subscription"), "ConsumerProtocolSubscription")
                 m["assignment"] = _embedded(m.get("assignment"), "ConsumerProtocolAssignment")
@@ -152,10 +158,25 @@ def dump_log(path: Path, print_data: bool, deep: bool, offsets_decoder: bool, ma
              non_consecutive: dict[str, list[tuple[int, int]]]) -> None:
     out = sys.stdout
     out.write(f"Log starting offset: {int(path.name.split('.')[0])}\n")
-    buf = path.read_bytes()
+    records = _open_records(path)
+    try:
+        valid = _dump_batches(out, path, records, print_data, deep, offsets_decoder, max_bytes,
+                              non_consecutive)
+    finally:
+        records.close()
+    trailing = min(records.size_in_bytes(), max_bytes) - valid
+    if trailing > 0 and max_bytes == MAX_INT:
+        out.write(f"Found {trailing} invalid bytes at the end of {path.name}\n")
+
+
+def _dump_batches(out: Any, path: Path, records: FileRecords, print_data: bool, deep: bool,
+                  offsets_decoder: bool, max_bytes: int,
+                  non_consecutive: dict[str, list[tuple[int, int]]]) -> int:
+    """Print the batches of the first ``max_bytes``; returns the bytes they take."""
     valid = 0
     last_offset = -1
-    for pos, b in iter_file_batches(buf, max_bytes):
+    for pos, header in _headers(records, 0, max_bytes):
+        b = _batch(records, pos, header)
         ts_type = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
         horizon = f"OptionalLong[{b.delete_horizon_ms}]" if b.has_delete_horizon else "OptionalLong.empty"
         out.write(f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
@@ -193,9 +214,7 @@ def dump_log(path: Path, print_data: bool, deep: bool, offsets_decoder: bool, ma
                         line += f" payload: {value}"
                 out.write(line + "\n")
         valid += b.size_in_bytes
-    trailing = min(len(buf), max_bytes) - valid
-    if trailing > 0 and max_bytes == MAX_INT:
-        out.write(f"Found {trailing} invalid bytes at the end of {path.name}\n")
+    return valid
 
 
 # --------------------------------------------------------------------------- indexes
@@ -210,16 +229,16 @@ def _log_path(path: Path) -> Path:
     return path.with_name(path.name.split(".")[0] + ".log")
 
 
-def _first_batch_last_offset(log: bytes, position: int) -> int | None:
-    for _, b in iter_file_batches(log[position:]):
-        return b.last_offset
+def _first_batch_last_offset(records: FileRecords, position: int) -> int | None:
+    for _, header in _headers(records, position):
+        return header.last_offset
     return None
 
 
 def dump_index(path: Path, sanity_only: bool, verify_only: bool,
                mismatches: dict[str, dict[int, int]]) -> None:
     base = int(path.name.split(".")[0])
-    entries = _index_entries(path, _INDEX)
+    entries = _index_entries(path, OFFSET_ENTRY)
     if not entries:
         print(f"{path} is empty.")
         return
@@ -229,71 +248,77 @@ def dump_index(path: Path, sanity_only: bool, verify_only: bool,
         if last < base:
             raise click.ClickException(f"Corrupt index found, index file ({path}) has non-zero size but the "
                                        f"last offset is {last} which is less than the base offset {base}.")
-        if size % _INDEX.size:
+        if size % OFFSET_ENTRY.size:
             raise click.ClickException(f"Index file {path} is corrupt, found {size} bytes which is neither "
-                                       f"positive nor a multiple of {_INDEX.size}.")
+                                       f"positive nor a multiple of {OFFSET_ENTRY.size}.")
         print(f"{path} passed sanity check.")
         return
-    log = _log_path(path).read_bytes()
-    for i, (rel, position) in enumerate(entries):
-        offset = base + rel
-        if offset == base and i > 0:
-            return
-        got = _first_batch_last_offset(log, position)
-        if got is not None and got != offset:
-            mismatches.setdefault(str(path.resolve()), {})[offset] = got
-        if not verify_only:
-            print(f"offset: {offset} position: {position}")
-
-
-def _lookup(entries: list[tuple[int, int]], target: int, base: int) -> int:
-    """OffsetIndex.lookup's position: its binary search for the last entry whose offset is
-    <= target, over every entry of the file (a preallocated file's zero entries included,
-    which read as (base offset, 0)), or position 0 when the first entry is already above."""
-    if not entries or entries[0][0] > target:
-        return 0
-    lo, hi = 0, len(entries) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if entries[mid][0] <= target:
-            lo = mid
-        else:
-            hi = mid - 1
-    return entries[lo][1]
+    records = _open_records(_log_path(path))
+    try:
+        for i, (rel, position) in enumerate(entries):
+            offset = base + rel
+            if offset == base and i > 0:
+                return
+            got = _first_batch_last_offset(records, position)
+            if got is not None and got != offset:
+                mismatches.setdefault(str(path.resolve()), {})[offset] = got
+            if not verify_only:
+                print(f"offset: {offset} position: {position}")
+    finally:
+        records.close()
 
 
 def dump_time_index(path: Path, sanity_only: bool, verify_only: bool,
                     errors: dict[str, dict[str, list[tuple[int, int]]]]) -> None:
     base = int(path.name.split(".")[0])
-    entries = _index_entries(path, _TIME_INDEX)
+    entries = _index_entries(path, TIME_ENTRY)
     if sanity_only:
         size = path.stat().st_size
         if entries and entries[-1][0] < entries[0][0]:
             raise click.ClickException(f"Corrupt time index found, time index file ({path}) has non-zero size "
                                        f"but the last timestamp is {entries[-1][0]} which is less than the "
                                        f"first timestamp {entries[0][0]}")
-        if size % _TIME_INDEX.size:
+        if size % TIME_ENTRY.size:
             raise click.ClickException(f"Time index file {path} is corrupt, found {size} bytes which is "
-                                       f"neither positive nor a multiple of {_TIME_INDEX.size}.")
+                                       f"neither positive nor a multiple of {TIME_ENTRY.size}.")
         print(f"{path} passed sanity check.")
         return
-    log = _log_path(path).read_bytes()
-    index_path = path.with_name(path.name.split(".")[0] + ".index")
-    offsets = [(base + r, p) for r, p in _index_entries(index_path, _INDEX)] if index_path.exists() else []
+    records = _open_records(_log_path(path))
+    index = _offset_index(path.with_name(path.name.split(".")[0] + ".index"), base)
+    try:
+        _check_time_index(path, base, entries, records, index, verify_only, errors)
+    finally:
+        records.close()
+        if index is not None:
+            index.close()
+
+
+def _offset_index(path: Path, base: int) -> OffsetIndex | None:
+    """The segment's offset index, read only; None when there is none (or it is empty) and
+    lookups start at position 0.  Every whole entry of the file counts, a preallocated file's
+    zero entries included (they read as (base offset, 0)), as in Kafka's tool."""
+    if not path.exists() or path.stat().st_size < OFFSET_ENTRY.size:
+        return None
+    return OffsetIndex(str(path), base, writable=False)
+
+
+def _check_time_index(path: Path, base: int, entries: list[tuple[int, int]], records: FileRecords,
+                      index: OffsetIndex | None, verify_only: bool,
+                      errors: dict[str, dict[str, list[tuple[int, int]]]]) -> None:
     key = str(path.resolve())
     prev = -1
     for i, (ts, rel) in enumerate(entries):
         offset = base + rel
         if offset == base and i > 0:
             return
-        position = _lookup(offsets, offset, base)
-        match = next((b for _, b in iter_file_batches(log[position:]) if b.last_offset >= offset), None)
+        position = 0 if index is None else index.lookup(offset).position
+        match = next(((p, h) for p, h in _headers(records, position) if h.last_offset >= offset), None)
         if match is None:
             errors.setdefault("shallow", {}).setdefault(key, []).append((offset, -1))
-        elif match.last_offset != offset:
-            errors.setdefault("shallow", {}).setdefault(key, []).append((offset, match.last_offset))
+        elif match[1].last_offset != offset:
+            errors.setdefault("shallow", {}).setdefault(key, []).append((offset, match[1].last_offset))
         else:
-            max_ts = max((r.timestamp for r in match.records()), default=-1)
+            max_ts = max((r.timestamp for r in _batch(records, *match).records()), default=-1)
             if max_ts != ts:
                 errors.setdefault("mismatch", {}).setdefault(key, []).append((ts, max_ts))
             if prev >= ts:
