@@ -402,7 +402,7 @@ class BrokerConfig:
 
 def load_config(path: str | None, overrides: list[str]) -> BrokerConfig:
     """server.properties (optional) plus ``key=value`` overrides, later ones winning."""
-    from kbroker.properties import parse_properties
+    from kbroker.properties import MalformedPropertiesError, parse_properties
 
     props: dict[str, str] = {}
     if path:
@@ -411,6 +411,8 @@ def load_config(path: str | None, overrides: list[str]) -> BrokerConfig:
                 props.update(parse_properties(f.read()))
         except OSError as e:
             raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+        except MalformedPropertiesError as e:
+            raise ConfigError(f"cannot read {path}: {e}") from None
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"Invalid override {item!r}: expected key=value")

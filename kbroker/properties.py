@@ -1,71 +1,22 @@
-"""Java ``.properties`` files, the format of Kafka's server.properties.
+"""Java ``.properties`` files, the format of Kafka's server.properties, read with the
+``javaproperties`` library (java.util.Properties.load's rules: ``#``/``!`` comments, backslash
+line continuations, ``=``/``:``/whitespace separators, ``\\t \\n \\r \\f \\uXXXX`` escapes).
 
-Rules (java.util.Properties.load): lines starting with ``#`` or ``!`` are comments; a
-line ending in an odd number of backslashes continues on the next line (leading
-whitespace there is dropped); the key ends at the first unescaped ``=``, ``:`` or
-whitespace; escapes ``\\t \\n \\r \\f \\uXXXX`` and ``\\<char>`` are decoded.
+Where Java refuses a file, so does this: a malformed ``\\uXXXX`` escape raises
+:class:`MalformedPropertiesError`, as Java's ``IllegalArgumentException: Malformed \\uxxxx
+encoding`` stops Kafka's start.
 """
 
 from __future__ import annotations
 
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+import javaproperties
 
+__all__ = ["MalformedPropertiesError", "parse_properties"]
 
-def _unescape(s: str) -> str:
-    out = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            n = s[i + 1]
-            if n == "u" and i + 6 <= len(s):
-                try:
-                    out.append(chr(int(s[i + 2 : i + 6], 16)))
-                    i += 6
-                    continue
-                except ValueError:
-                    pass
-            out.append(_ESCAPES.get(n, n))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def _logical_lines(text: str) -> list[str]:
-    lines: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending += line[:-1]
-            continue
-        lines.append(pending + line)
-        pending = ""
-    if pending:
-        lines.append(pending)
-    return lines
+# a ValueError whose message names the bad escape ("Invalid \\u escape sequence: \\u00zz")
+MalformedPropertiesError = javaproperties.InvalidUEscapeError
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        i = 0
-        while i < len(line):
-            c = line[i]
-            if c == "\\":
-                i += 2
-                continue
-            if c in "=: \t\f":
-                break
-            i += 1
-        key = line[:i]
-        rest = line[i:].lstrip(" \t\f")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t\f")
-        props[_unescape(key)] = _unescape(rest)
-    return props
+    """The key/value pairs of ``text`` (a later duplicate key wins, as in Java)."""
+    return javaproperties.loads(text)

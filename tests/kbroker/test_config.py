@@ -77,3 +77,15 @@ def test_an_ephemeral_port_listener_is_accepted():
 def test_java_properties_syntax_is_parsed_like_java_util_properties():
     text = "# c\n! also a comment\na=1\nb : 2\nc 3\nd=x\\\n    y\ne=\nf=tab\\there\ng=\\u0041\n"
     assert parse_properties(text) == {"a": "1", "b": "2", "c": "3", "d": "xy", "e": "", "f": "tab\there", "g": "A"}
+
+
+def test_only_space_tab_and_form_feed_end_a_key_and_a_hash_after_a_continuation_is_data_as_in_java():
+    assert parse_properties("a\u00a0b=1\nc\vd 2\n") == {"a\u00a0b": "1", "c\vd": "2"}
+    assert parse_properties("\\\n#x=1\n") == {"#x": "1"}
+
+
+def test_a_malformed_unicode_escape_in_server_properties_stops_the_broker_as_it_stops_kafka(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("num.partitions=3\nbad=\\u00zz\n")
+    with pytest.raises(ConfigError, match=r"cannot read .*server.properties: .*\\u00zz"):
+        load_config(str(path), [])
