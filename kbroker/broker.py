@@ -84,6 +84,11 @@ class Broker:
         self.metrics_port: int | None = None
         self.console: Any = None          # kbroker/console/, when kbroker.console.listener is set
 
+    @property
+    def cleanings(self) -> int:
+        """Cleanings the log cleaner's threads have finished (0 when it is off)."""
+        return self._cleaner.cleanings if self._cleaner is not None else 0
+
     # ------------------------------------------------------------ asyncio API
     async def start_async(self) -> Broker:
         loop = asyncio.get_running_loop()

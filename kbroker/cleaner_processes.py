@@ -312,6 +312,7 @@ class CleanerProcesses:
         self._lock = threading.Lock()  # guards workers against stop() racing a loop's new worker
         self.workers: list[CleanerWorker | None] = [None] * num_threads
         self.workers_started = 0
+        self.cleanings = 0   # cleanings that ran (completed or aborted), for the metrics
         self._threads = [threading.Thread(target=self._run, args=(i,), name=f"kafka-log-cleaner-thread-{i}", daemon=True)
                          for i in range(num_threads)]
 
@@ -361,6 +362,9 @@ class CleanerProcesses:
                     # a cleaning that ran (even aborted) is followed by the next at once, as in
                     # Kafka; one the worker failed (died, would not start) waits like no work
                     back_off = isinstance(job.error, CleanerWorkerError)
+                    if not back_off:
+                        with self._lock:
+                            self.cleanings += 1
             except Exception:  # noqa: BLE001 - one bad cleaning must not end the loop
                 log.exception("log cleaner pass failed")
             if back_off:

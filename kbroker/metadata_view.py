@@ -56,13 +56,39 @@ from kbroker.topic_names import is_internal
 from wire.messages import ZERO_UUID
 
 if TYPE_CHECKING:
-    from kbroker.broker_state import BrokerState
+    from kbroker.catalog import TopicInfo
     from kbroker.metadata_cache import MetadataCache
+    from kbroker.partition import Partition
 
 __all__ = ["AnswerCache", "BrokerView", "ClusterMetadata", "ClusterView", "MetadataView", "PartitionView",
            "SingleNodeMetadata", "SingleNodeView", "TopicView"]
 
 NO_LEADER = -1
+
+
+class _TopicIds(Protocol):
+    def id_of(self, topic: str) -> uuid.UUID | None: ...
+
+    def name_of(self, topic_id: uuid.UUID) -> str | None: ...
+
+
+class LocalTopics(Protocol):
+    """What a single node's view reads of the broker (kbroker/broker_state.py provides it):
+    its topics and partitions, topic ids, identity and address."""
+
+    node_id: int
+    leader_epoch: int
+    topic_ids: _TopicIds
+
+    @property
+    def topics(self) -> dict[str, TopicInfo]: ...
+
+    @property
+    def config(self) -> Any: ...
+
+    def partition(self, topic: str, index: int) -> Partition | None: ...
+
+    def advertised_address(self, listener_name: str | None = None) -> tuple[str, int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +198,7 @@ class AnswerCache:
         self._entries[(name, kind)] = (stamp, value)
 
 
-# one cache per BrokerState (single node) or MetadataCache (cluster), dropped with it;
+# one cache per broker state (single node) or MetadataCache (cluster), dropped with it;
 # objects that take no weak reference (tests' stand-ins) get no cache
 _caches: weakref.WeakKeyDictionary[object, AnswerCache] = weakref.WeakKeyDictionary()
 
@@ -211,7 +237,7 @@ class _Cached:
 
 
 class SingleNodeView(_Cached):
-    def __init__(self, state: BrokerState) -> None:
+    def __init__(self, state: LocalTopics) -> None:
         self._state = state
         self._answers = _cache_of(state)
         self._incomplete: set[str] = set()   # topics with a partition not open (yet)
@@ -362,7 +388,7 @@ class SingleNodeMetadata:
 
     __slots__ = ("_state",)
 
-    def __init__(self, state: BrokerState) -> None:
+    def __init__(self, state: LocalTopics) -> None:
         self._state = state
 
     def view(self) -> SingleNodeView:

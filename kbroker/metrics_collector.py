@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -40,7 +40,22 @@ from kbroker.metrics import ISR_STATS, LATENCY_BUCKETS_S, REQUEST_STATS, TOPIC_S
 from wire.schema import REQUESTS
 
 if TYPE_CHECKING:
-    from kbroker.broker import Broker
+    from kbroker.broker_state import BrokerState
+    from kbroker.config import BrokerConfig
+    from kbroker.server_state import ServerState
+
+
+class MetricsSource(Protocol):
+    """What a scrape reads of the broker (kbroker/broker.py's ``Broker`` provides it): its
+    state while running (None before start and after stop), its server's connections, its
+    config, and the log cleaner's finished cleanings."""
+
+    state: BrokerState | None
+    server: ServerState
+    config: BrokerConfig
+
+    @property
+    def cleanings(self) -> int: ...
 
 
 def request_name(api_key: int) -> str:
@@ -97,7 +112,7 @@ class BrokerCollector(Collector):
     :meth:`snapshot` reads the broker (call it on the event loop); :meth:`families` builds
     the Prometheus families from a snapshot (any thread)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: MetricsSource) -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
@@ -122,11 +137,10 @@ class BrokerCollector(Collector):
                               p.number_of_segments, p.high_watermark))
         snap.logs.sort()
         snap.retention_passes = state.log_manager.retention_passes
-        fs = getattr(state, "fetch_sessions", None)
-        if fs is not None:
-            snap.fetch_sessions = (len(fs), fs.num_partitions, fs.evictions, fs.incremental_fetches,
-                                   fs.partitions_skipped)
-        snap.cleanings = getattr(getattr(self.broker, "_cleaner", None), "jobs", 0)
+        fs = state.fetch_sessions
+        snap.fetch_sessions = (len(fs), fs.num_partitions, fs.evictions, fs.incremental_fetches,
+                               fs.partitions_skipped)
+        snap.cleanings = self.broker.cleanings
         coordinator = state.groups.coordinator
         for g in coordinator.groups.values():
             snap.groups_by_state[str(g.state)] = snap.groups_by_state.get(str(g.state), 0) + 1
@@ -138,7 +152,7 @@ class BrokerCollector(Collector):
                 snap.lags.append((group_id, topic, index, om.offset, lag))
         snap.lags.sort()
         for conn in list(self.broker.server.connections):
-            name = getattr(conn, "listener_name", None) or "PLAINTEXT"
+            name = conn.listener_name
             snap.connections[name] = snap.connections.get(name, 0) + 1
         for listener in self.broker.config.listeners:
             snap.connections.setdefault(listener.name, 0)
@@ -149,7 +163,7 @@ class BrokerCollector(Collector):
         cluster = state.cluster
         snap.partitions = len(state.partitions)
         for p in state.partitions.values():
-            rep = getattr(p, "replication", None)
+            rep = p.replication
             if cluster is None:
                 snap.leaders += 1      # a single node leads every partition, fully replicated
                 continue

@@ -22,12 +22,10 @@ from prometheus_client import ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
-from kbroker.metrics_collector import BrokerCollector, Snapshot
+from kbroker.metrics_collector import BrokerCollector, MetricsSource, Snapshot
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
-
-    from kbroker.broker import Broker
 
 log = logging.getLogger("kbroker.metrics")
 
@@ -43,7 +41,7 @@ class _Scrape(Collector):
 
 
 class MetricsServer:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: MetricsSource) -> None:
         self.collector = BrokerCollector(broker)
         self.process = ProcessCollector(registry=None)   # process_cpu_seconds_total, RSS, fds
         self._runner: web.AppRunner | None = None

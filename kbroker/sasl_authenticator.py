@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kbroker.request_context import RequestContext
 from kbroker.sasl_plain import PlainServer, SaslAuthenticationError, SaslFailure
@@ -41,8 +41,27 @@ from wire.messages import SaslAuthenticateResponse, SaslHandshakeResponse
 from wire.schema import REQUESTS
 
 if TYPE_CHECKING:
-    from kbroker.connection import KafkaConnection
     from kbroker.listeners import ListenerSpec
+    from kbroker.services import Services
+    from wire.framing import FrameDecoder
+
+
+class SaslConnection(Protocol):
+    """What the authenticator drives of its connection (kbroker/connection.py)."""
+
+    decoder: FrameDecoder
+    services: Services
+    peer: str
+
+    def respond(self, ctx: RequestContext, version: int, response: Any) -> None: ...
+
+    def fail_later(self, ctx: RequestContext, version: int, response: Any, delay_s: float, why: str) -> None: ...
+
+    def send_raw(self, data: bytes) -> None: ...
+
+    def authenticated(self, principal: str, keep: bool) -> None: ...
+
+    def close_after_sending(self, why: str) -> None: ...
 
 log = logging.getLogger("kbroker.sasl")
 
@@ -59,7 +78,7 @@ def _api_name(key: int) -> str:
 
 
 class SaslAuthenticator:
-    def __init__(self, conn: KafkaConnection, spec: ListenerSpec,
+    def __init__(self, conn: SaslConnection, spec: ListenerSpec,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.conn = conn
         self.spec = spec

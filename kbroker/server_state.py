@@ -12,12 +12,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from kbroker.connection import KafkaConnection
     from kbroker.registry import Registry
+
+
+class OpenConnection(Protocol):
+    """What the server's users read of a connection (kbroker/connection.py): its listener
+    for the metrics, its transport for a shutdown's abort."""
+
+    listener_name: str
+    transport: asyncio.Transport | None
 
 __all__ = ["ServerState"]
 
@@ -26,4 +34,4 @@ __all__ = ["ServerState"]
 class ServerState:
     registry: Registry
     inter_broker: Registry | None = None
-    connections: set[KafkaConnection] = field(default_factory=set)
+    connections: set[OpenConnection] = field(default_factory=set)

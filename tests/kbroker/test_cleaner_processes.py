@@ -148,8 +148,11 @@ def test_the_cleaner_loop_replaces_a_killed_worker_and_cleans_the_log_with_the_n
         os.kill(first.pid, signal.SIGKILL)
         _wait(lambda: cleaner.cleaner_checkpoints(), "a cleaning to commit")
         assert processes.workers_started == 2 and processes.workers[0] is not first
+        # the metrics' count: the cleaning that committed, not the one whose worker died
+        _wait(lambda: processes.cleanings >= 1, "the cleaning counted")
     finally:
         processes.stop()
+    assert processes.cleanings == 1
     assert latest_per_key(read_records(log)) == latest_per_key(pre) != {} and not _stray(log)
     assert processes.workers == [None]
 
