@@ -16,7 +16,7 @@ Where the truth is:
 * Cluster mode: ZooKeeper's ``/brokers/topics/<t>`` (``"topic_id"``; the controller adds
   one to topics that have none, cluster/controller).  This map holds what LeaderAndIsr
   said (``set``); the metadata cache holds what UpdateMetadata said and is what requests
-  are answered from (``name_for_id``).  Logs that hold another id than LeaderAndIsr's are
+  are answered from (the metadata port's ``name_for_id``, kbroker/metadata_view.py).  Logs that hold another id than LeaderAndIsr's are
   refused for that partition with INCONSISTENT_TOPIC_ID (kbroker/replica_manager.py).
 
 Every partition log opened goes through ``assign`` (BrokerState.new_partition): it gives the
@@ -33,13 +33,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from log.log_dir_checks import LogDirError
-from wire.uuids import ZERO_UUID, random_uuid, uuid_to_string
+from wire.uuids import random_uuid, uuid_to_string
 
 if TYPE_CHECKING:
-    from kbroker.broker_state import BrokerState
     from log.log import Log
 
-__all__ = ["TopicIds", "name_for_id", "topic_id_of"]
+__all__ = ["TopicIds"]
 
 log = logging.getLogger("kbroker.state")
 
@@ -119,24 +118,3 @@ class TopicIds:
             self.set(topic, tid)
             for _, lg in parts:
                 lg.assign_topic_id(tid)
-
-
-def topic_id_of(state: BrokerState, name: str) -> uuid.UUID:
-    """The id Metadata and CreateTopics answer for ``name`` (ZERO_UUID when it has none)."""
-    cluster = getattr(state, "cluster", None)
-    if cluster is not None:
-        info = cluster.cache.topic(name)
-        return info.topic_id if info is not None and info.topic_id is not None else ZERO_UUID
-    return state.topic_ids.id_of(name) or ZERO_UUID
-
-
-def name_for_id(state: BrokerState, topic_id: uuid.UUID) -> str | None:
-    """The name of the topic whose id is ``topic_id`` on this broker's view (None: unknown
-    id, UNKNOWN_TOPIC_ID).  One dict look-up: Fetch v13+ resolves each topic with it."""
-    if topic_id == ZERO_UUID:
-        return None
-    cluster = getattr(state, "cluster", None)
-    if cluster is not None:
-        return cluster.cache.topic_name_for_id(topic_id)
-    name = state.topic_ids.name_of(topic_id)
-    return name if name is not None and name in state.topics else None

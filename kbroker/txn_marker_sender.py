@@ -106,7 +106,7 @@ class TxnMarkerSender:
     # ------------------------------------------------------------ one round
     def _leader_of(self, topic: str, index: int) -> int | None:
         """The partition's leader; None while unknown; -2 when the topic is gone."""
-        cluster = getattr(self.state, "cluster", None)
+        cluster = self.state.cluster
         if cluster is None:
             if topic not in self.state.topics:
                 return -2
@@ -200,7 +200,7 @@ class TxnMarkerSender:
         """Cluster mode: ``request`` to another broker over this sender's inter-broker links
         (also used for KIP-890 verification, kbroker/txn_verification.py); None when the
         broker is not known."""
-        cluster = getattr(self.state, "cluster", None)
+        cluster = self.state.cluster
         if cluster is None or self._stopped:
             return None
         info = cluster.cache.broker(broker)
