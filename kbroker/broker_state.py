@@ -27,6 +27,7 @@ from kbroker.dynamic_broker_configs import DynamicBrokerConfigs
 from kbroker.fetch_session import FetchSessionCache
 from kbroker.fetch_waiters import FetchWaiters
 from kbroker.group_service import GroupService
+from kbroker.local_replicas import LocalReplicas
 from kbroker.partition import LEADER_EPOCH, Partition
 from kbroker.producer_ids import NoProducerIds, ProducerIdManager, ZkProducerIdManager
 from kbroker.quotas import QuotaManager
@@ -46,6 +47,7 @@ from wire.uuids import random_uuid, uuid_to_string
 
 if TYPE_CHECKING:
     from kbroker.cluster_runtime import ClusterRuntime
+    from kbroker.services import Replicas
 
 log = logging.getLogger("kbroker.state")
 
@@ -126,6 +128,9 @@ class BrokerState:
         # cluster mode: ids from ZooKeeper blocks, set up by ClusterRuntime.start; none before
         self.producer_ids: ProducerIdManager | ZkProducerIdManager | NoProducerIds = (
             NoProducerIds() if static_config.cluster_mode else ProducerIdManager(self.log_manager.log_dirs[0]))
+        # who leads what, and the acks=all wait: a single node's own until
+        # ClusterRuntime.attach puts its replica manager here, before anything is served
+        self.replicas: Replicas = LocalReplicas()
         self.groups = GroupService(self)
         self.txns = TxnService(self)  # the transaction coordinator (after the producer ids)
         # authorizer.class.name: None = everything allowed (kbroker/authorizer.py)

@@ -136,8 +136,10 @@ class ClusterRuntime:
         self.state = state
         self.cache.min_insync_replicas = lambda topic: state.topic_configs.config_for(topic).min_insync_replicas
         self.replicas = ReplicaManager(state, self.cache, self.zk)
-        self.replicas.on_offsets_leadership = state.groups.offsets_leadership
-        self.replicas.on_txn_leadership = state.txns.txn_leadership
+        state.replicas = self.replicas   # the Replicas port from now on (LocalReplicas until here)
+        # the internal topics' hosts load and unload their partitions on leadership
+        for host in (state.groups.host, state.txns.host):
+            self.replicas.follow_internal_topic(host)
         # ids unique cluster-wide; generate() answers ProducerIdsNotReady until start()
         # has claimed the first block
         state.producer_ids = ZkProducerIdManager(self.zk, self.broker_id)

@@ -6,7 +6,8 @@ behind the coordinator is created on the first lookup, as Kafka does: its partit
 opened off the event loop (kbroker/topic_creation.py) and the answer waits for them.  Once
 ``__consumer_offsets`` exists a group lookup is answered at once (no awaitable), so the
 connection does not hold its later requests for it; a transactional id's lookup always
-awaits ``create_topic_off_loop`` (which returns at once when the topic exists).
+awaits the host's ``create_off_loop`` (which returns at once when the topic exists;
+kbroker/internal_topic.py).
 
 ZooKeeper mode's implementation is kbroker/zk_coordinators.py.
 """
@@ -46,12 +47,12 @@ class LocalCoordinators:
         self._txns = txns
 
     def group_coordinator(self, group_id: str, listener_name: str) -> Answer | Awaitable[Answer]:
-        if not self._groups.topic_exists():
+        if not self._groups.host.exists():
             return self._group_once_created(listener_name)
         return self._group_here(listener_name)
 
     async def _group_once_created(self, listener_name: str) -> Answer:
-        await self._groups.create_topic_off_loop()
+        await self._groups.host.create_off_loop()
         return self._group_here(listener_name)
 
     def _group_here(self, listener_name: str) -> Answer:
@@ -60,6 +61,6 @@ class LocalCoordinators:
         return ErrorCode.NONE, None, self._broker.node_id, host, port
 
     async def transaction_coordinator(self, transactional_id: str, listener_name: str) -> Answer:
-        await self._txns.create_topic_off_loop()
+        await self._txns.host.create_off_loop()
         host, port = self._broker.advertised_address(listener_name)
         return ErrorCode.NONE, None, self._broker.node_id, host, port

@@ -33,16 +33,18 @@ LeaderAndIsr, StopReplica, the ISR checks, the produce purgatory and the fetcher
 * Routing: :meth:`leader_error` is what Produce, Fetch and ListOffsets ask first: None when
   this broker leads the partition, else NOT_LEADER_OR_FOLLOWER (the partition exists in
   the cluster) or UNKNOWN_TOPIC_OR_PARTITION.
-* ``__consumer_offsets``: the group coordinator is told when this broker starts or stops
-  leading one of its partitions (``on_offsets_leadership``).
+* Internal topics (``__consumer_offsets``, ``__transaction_state``): their hosts
+  (kbroker/internal_topic.py, registered with :meth:`follow_internal_topic`) are told the
+  topic's partition count from its znode, and when this broker starts leading one of its
+  partitions (at each new leader epoch too) or stops.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cluster import znodes
 from cluster.coordination import NoNodeError
@@ -51,7 +53,7 @@ from kbroker.catalog import TopicInfo
 from kbroker.delayed_produce import DelayedProduces
 from kbroker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from kbroker.tasks import TaskSet, cancel_and_wait, task_name
-from kbroker.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
+from kbroker.topic_names import is_internal
 from kbroker.zk_retry import deadline, until_connected
 from log.partition_metadata_file import InconsistentTopicIdError
 from wire.error_codes import ErrorCode
@@ -67,6 +69,17 @@ __all__ = ["ReplicaManager"]
 log = logging.getLogger("kbroker.replicas")
 
 
+class InternalTopicListener(Protocol):
+    """The host of an internal topic (kbroker/internal_topic.py ``ZkTopicHost``)."""
+
+    @property
+    def topic(self) -> str: ...
+
+    def partitions_known(self, count: int) -> bool: ...
+
+    def leadership(self, index: int, leader: bool) -> None: ...
+
+
 class ReplicaManager:
     def __init__(self, state: BrokerState, cache: MetadataCache, zk: Any) -> None:
         self.state = state
@@ -74,8 +87,7 @@ class ReplicaManager:
         self.zk = zk
         self.leading: dict[tuple[str, int], int] = {}  # partition -> leader epoch we lead at
         self.epochs: dict[tuple[str, int], int] = {}  # last leader epoch seen, led or not
-        self.on_offsets_leadership: Callable[[int, bool], None] | None = None
-        self.on_txn_leadership: Callable[[int, bool], None] | None = None  # __transaction_state
+        self._internal_topics: dict[str, InternalTopicListener] = {}   # topic -> its host
         self._topics_read: set[str] = set()  # topics whose znodes this process has read
         self.replica_lag_time_max_ms: int = state.config["replica.lag.time.max.ms"]
         self.delayed_produce = DelayedProduces(self._check_produce)
@@ -97,6 +109,10 @@ class ReplicaManager:
 
     def _spawn(self, coro: Any) -> None:
         self._tasks.spawn(coro)
+
+    def follow_internal_topic(self, host: InternalTopicListener) -> None:
+        """Before the first LeaderAndIsr: ``host`` learns its topic's count and leaderships."""
+        self._internal_topics[host.topic] = host
 
     # -- the Replicas port (kbroker/services.py) --------------------------------------------
 
@@ -146,10 +162,9 @@ class ReplicaManager:
             state.topics[topic] = TopicInfo(topic, count, is_internal(topic))
         elif count > info.partitions:
             info.partitions = count
-        if topic == GROUP_METADATA_TOPIC and count > 0:
-            state.groups.offsets_topic_partitions_known(count)
-        if topic == TRANSACTION_STATE_TOPIC and count > 0:
-            state.txns.topic_partitions_known(count)
+        host = self._internal_topics.get(topic)
+        if host is not None and count > 0:
+            host.partitions_known(count)
 
     async def _read_topic(self, topic: str) -> tuple[int, dict[str, str]]:
         try:
@@ -235,10 +250,11 @@ class ReplicaManager:
         if was is None:
             log.info("broker %d leads %s-%d at leader epoch %d, ISR %s", self.state.node_id, tp[0], tp[1],
                      p.leader_epoch, list(p.isr))
-            if tp[0] == GROUP_METADATA_TOPIC and self.on_offsets_leadership is not None:
-                self.on_offsets_leadership(tp[1], True)
-        if tp[0] == TRANSACTION_STATE_TOPIC and self.on_txn_leadership is not None:
-            self.on_txn_leadership(tp[1], True)  # also a new leader epoch: a new coordinator epoch
+        host = self._internal_topics.get(tp[0])
+        if host is not None:
+            # at each LeaderAndIsr, a new leader epoch too: the tenant loads what it does not
+            # hold yet (a new transaction coordinator epoch; groups load once per leadership)
+            host.leadership(tp[1], True)
         # parked fetches and produces of this partition re-check
         self.state.fetch_waiters.notify(tp)
         self.delayed_produce.try_complete(tp)
@@ -253,10 +269,9 @@ class ReplicaManager:
         self.delayed_produce.try_complete(tp)   # parked acks=all: NOT_LEADER_OR_FOLLOWER
         if was:
             log.info("broker %d no longer leads %s-%d", self.state.node_id, tp[0], tp[1])
-            if tp[0] == GROUP_METADATA_TOPIC and self.on_offsets_leadership is not None:
-                self.on_offsets_leadership(tp[1], False)
-            if tp[0] == TRANSACTION_STATE_TOPIC and self.on_txn_leadership is not None:
-                self.on_txn_leadership(tp[1], False)
+            host = self._internal_topics.get(tp[0])
+            if host is not None:
+                host.leadership(tp[1], False)
         self.state.fetch_waiters.notify(tp)
 
     def _make_follower(self, partition: Partition, p: Any) -> None:

@@ -20,7 +20,6 @@ from kbroker.handlers.write_txn_markers import write_txn_markers
 from kbroker.local_config_admin import LocalConfigAdmin
 from kbroker.local_controller import LocalController
 from kbroker.local_coordinators import LocalCoordinators
-from kbroker.local_replicas import LocalReplicas
 from kbroker.local_topic_admin import LocalTopicAdmin
 from kbroker.metadata_view import ClusterMetadata, SingleNodeMetadata
 from kbroker.services import Services
@@ -38,8 +37,7 @@ __all__ = ["build_services"]
 
 
 def build_services(state: BrokerState, cluster: ClusterRuntime | None = None) -> Services:
-    replicas = cluster.replicas if cluster is not None else LocalReplicas()
-    assert replicas is not None, "ClusterRuntime.attach() builds the replica manager first"
+    replicas = state.replicas   # LocalReplicas, or the replica manager ClusterRuntime.attach() put there
     metadata = (ClusterMetadata(state.config.listeners[0].name, cluster.cache, lambda: cluster.controller_id)
                 if cluster is not None else SingleNodeMetadata(state))
     services = Services(

@@ -17,7 +17,8 @@ ZooKeeper within ``zookeeper.connection.timeout.ms`` (kbroker/zk_retry.py), answ
 COORDINATOR_NOT_AVAILABLE with no message.
 
 ``__transaction_state``'s partition count, once seen in the cache, is handed to the
-transaction coordinator (ids hash over the topic's count, fixed the first time).
+transaction coordinator's host (ids hash over the topic's count, pinned the first time;
+kbroker/internal_topic.py).
 
 The single-node implementation is kbroker/local_coordinators.py.
 """
@@ -82,7 +83,7 @@ class ZkCoordinators:
             return _unavailable(await self._create_internal_topic(
                 TRANSACTION_STATE_TOPIC, "transactions state topic", "transaction.state.log",
                 transaction_topic_configs(self._config.config)))
-        self._txns.topic_partitions_known(len(topic.partitions))
+        self._txns.host.partitions_known(len(topic.partitions))
         return self._leader_of(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, len(topic.partitions)),
                                listener_name)
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 
 from groups import partition_for
 from kbroker.group_service import GroupService
 from kbroker.handlers.groups import handle_offset_commit
+from kbroker.local_replicas import LocalReplicas
 from kbroker.metadata_view import SingleNodeView
 from log.clock import ManualClock
 from log.errors import RecordTooLargeError
@@ -64,13 +66,16 @@ class _Topic:
 
 
 class _State:
-    """The slice of BrokerState that GroupService uses (and the single-node metadata view
-    the OffsetCommit handler reads)."""
+    """The slice of BrokerState that GroupService and its internal-topic host use (and the
+    single-node metadata view the OffsetCommit handler reads): a single node."""
 
     def __init__(self, offsets_partitions: int | None, configured: int = 50) -> None:
         self.clock = ManualClock(1_000_000)
+        self.static_config = SimpleNamespace(cluster_mode=False)
+        self.replicas = LocalReplicas()
         self.config = {
             "offsets.topic.num.partitions": configured, "offsets.topic.segment.bytes": 1 << 20,
+            "offsets.load.buffer.size": 5 << 20, "offsets.commit.timeout.ms": 5000,
             "group.min.session.timeout.ms": 6000, "group.max.session.timeout.ms": 1800000,
             "group.initial.rebalance.delay.ms": 0, "group.max.size": 100,
             "offsets.retention.minutes": 10080, "offsets.retention.check.interval.ms": 600000,
