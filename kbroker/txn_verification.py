@@ -112,7 +112,7 @@ class TxnVerifier:
         return producer_answer(error)
 
     def _cluster(self) -> Any:
-        return getattr(self.service.state, "cluster", None)
+        return self.service.state.cluster
 
     def remote_verification(self, req: Any, handle: Callable[[], Any]) -> Awaitable[Any] | None:
         """Cluster mode, before a Produce with a transactional id is handled: when its
