@@ -27,11 +27,17 @@ $(VENV)/.test-installed: pyproject.toml setup.py log/_record_scan.c
 run: $(VENV)/.run-installed
 	$(PY) -m kbroker serve --override log.dirs=./data
 
-## test: install everything the tests need, then run lint and every test
+## test: install everything the tests need, then run lint and every test, TEST_WORKERS pytest-xdist
+## workers side by side (most of the suite waits on broker, ZooKeeper and JVM processes, so more
+## workers than the 2 cores); one test module is one unit of work, longest first (conftest.py)
+## The tests start hundreds of Python processes (brokers, tools, clients): with bytecode writing
+## allowed (a machine may set PYTHONDONTWRITEBYTECODE) each imports the project's .pyc files
+## (__pycache__/, git-ignored) instead of compiling its sources again, about a CPU second each.
+TEST_WORKERS ?= 4
 test: $(VENV)/.test-installed deps-system spark-jars zookeeper-jars kafka-jars lint
 	rm -f .test-failures.txt
-	$(PY) -m pytest || { echo "== make test: failed tests (.test-failures.txt) =="; cat .test-failures.txt; exit 1; }
-	$(PY) -m pytest examples || { cat .test-failures.txt; exit 1; }  # the example project using the pytest plugin (examples/README.md)
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || { echo "== make test: failed tests (.test-failures.txt) =="; cat .test-failures.txt; exit 1; }
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest examples || { cat .test-failures.txt; exit 1; }  # the example project using the pytest plugin (examples/README.md)
 
 ## soak: ZooKeeper and three brokers in cluster mode under idempotent and transactional
 ## producers and a committing consumer group, while kill -9, SIGSTOP, network partitions,

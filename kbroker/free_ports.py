@@ -11,10 +11,17 @@ at random below the ephemeral range (10000 up to its start), where the kernel ne
 assigns a port by itself: only another test picking the same random port at the same
 moment can collide, and ``bind_conflict`` recognises that in the broker's output so the
 caller can start again on a new port.
+
+Test processes running side by side in one pytest-xdist run (``make test`` runs its workers
+so) never pick the same port: worker ``gw<i>`` of ``n`` takes only ports ``p`` with
+``p % n == i`` (``worker_slice``), so a port one worker chose, even one a stopped broker or
+ZooKeeper gives up for a moment before restarting on it, is never another worker's choice.
+The processes a worker starts inherit its environment, and so its slice.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import socket
@@ -38,16 +45,31 @@ def _ephemeral_range() -> tuple[int, int]:
         return _DEFAULT_EPHEMERAL
 
 
+def worker_slice() -> tuple[int, int]:
+    """``(index, count)``: this process takes ports ``p`` with ``p % count == index``; a
+    pytest-xdist worker ``gw<index>`` of ``count`` (its environment says which), else (0, 1)."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit():
+        index, n = int(worker[2:]), int(count)
+        if 0 <= index < n:
+            return index, n
+    return 0, 1
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port of ``host`` that nothing listens on now and that the kernel will not hand to
-    an outgoing connection: chosen at random outside the ephemeral range."""
+    an outgoing connection: chosen at random outside the ephemeral range, among this
+    process's slice of the ports (``worker_slice``)."""
     low, high = _ephemeral_range()
     ranges = [r for r in ((_LOWEST, low), (high + 1, 65536)) if r[1] - r[0] >= 1000]
+    index, count = worker_slice()
     for _ in range(200):
         if not ranges:
             break
         start, stop = _random.choice(ranges)
-        port = _random.randrange(start, stop)
+        # the first port of [start, stop) in this worker's slice, then every count-th one
+        first = start + (index - start) % count
+        port = _random.randrange(first, stop, count)
         if port in _handed_out:
             continue
         with socket.socket() as s:
