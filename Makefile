@@ -33,7 +33,7 @@ run: $(VENV)/.run-installed
 ## The tests start hundreds of Python processes (brokers, tools, clients): with bytecode writing
 ## allowed (a machine may set PYTHONDONTWRITEBYTECODE) each imports the project's .pyc files
 ## (__pycache__/, git-ignored) instead of compiling its sources again, about a CPU second each.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
 test: $(VENV)/.test-installed deps-system spark-jars zookeeper-jars kafka-jars lint
 	rm -f .test-failures.txt
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || { echo "== make test: failed tests (.test-failures.txt) =="; cat .test-failures.txt; exit 1; }
