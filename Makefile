@@ -116,60 +116,60 @@ $(KAFKA_JARS)/.fetched: bench/kafka/pom.xml
 ## bench: kbroker beside Apache Kafka on this machine, 3 repetitions (~25 min); writes
 ## bench/results/side_by_side.md, .json and the PNG charts (bench/README.md says how to read them)
 bench: $(VENV)/.bench-installed kafka-jars
-	$(PY) -m bench.side_by_side
+	$(PY) -m bench.suites.side_by_side
 
 ## bench-quick: the same with small volumes and 1 repetition (~2 min), into bench/results/quick/
 bench-quick: $(VENV)/.bench-installed kafka-jars
-	$(PY) -m bench.side_by_side --quick
+	$(PY) -m bench.suites.side_by_side --quick
 
 ## bench-cluster: three kbroker brokers (RF 3, min.insync.replicas=2, with ZooKeeper) against
 ## three Apache Kafka KRaft brokers, one run (~10 min); writes bench/results/cluster_bench.md/.json
 bench-cluster: $(VENV)/.bench-installed kafka-jars zookeeper-jars
-	$(PY) -m bench.cluster_bench
+	$(PY) -m bench.suites.cluster
 
 ## bench-small-wide: small idempotent acks=all produce (linger 0, 64 partitions) and a wide fetch
 ## (500 partitions), kbroker vs Kafka, 3 repetitions (~6 min); writes bench/results/small_wide.md/.json
 bench-small-wide: $(VENV)/.bench-installed kafka-jars
-	$(PY) -m bench.small_wide_bench
+	$(PY) -m bench.suites.small_wide
 
 ## bench-curves: produce/consume MB/s and broker CPU s/GB as partitions (10..10,000) and producer
 ## connections (1..100) grow, kbroker vs Kafka (~9 min per repetition); writes bench/results/cost_curves.md/.json/.png
 bench-curves: $(VENV)/.bench-installed kafka-jars
-	$(PY) -m bench.cost_curves
+	$(PY) -m bench.suites.cost_curves
 
 ## bench-memory: peak RSS during the side-by-side produce/consume workloads, kbroker vs Kafka with
 ## its default 1 GiB heap and with a heap sized to the workload (~8 min); writes bench/results/memory.md
 bench-memory: $(VENV)/.bench-installed kafka-jars
-	$(PY) -m bench.memory_bench
+	$(PY) -m bench.suites.memory
 
 ## bench-cores: one kbroker vs two kbroker brokers in one cluster on this machine vs one Kafka
 ## (~10 min); writes bench/results/cores.md/.json
 bench-cores: $(VENV)/.bench-installed kafka-jars zookeeper-jars
-	$(PY) -m bench.cores_bench
+	$(PY) -m bench.suites.cores
 
 ## bench-txn: transactional produce (Java ProducerPerformance --transactional-id, a commit every
 ## 100 ms) and the same idempotent, kbroker vs Kafka (~8 min); writes bench/results/txn.md/.json
 bench-txn: $(VENV)/.bench-installed kafka-jars
-	$(PY) -m bench.txn_bench
+	$(PY) -m bench.suites.txn
 
 ## bench-profile: kbroker under cProfile during the produce and consume workloads;
 ## writes bench/results/profile.md
 bench-profile: $(VENV)/.bench-installed
-	$(PY) -m bench.profile_kbroker
+	$(PY) -m bench.suites.profile
 
 bench-codec: $(VENV)/.test-installed
-	$(PY) -m bench.codec_bench
+	$(PY) -m bench.micro.codec
 
 bench-log: $(VENV)/.test-installed
-	$(PY) -m bench.log_bench
+	$(PY) -m bench.micro.log_storage
 
 bench-group: $(VENV)/.test-installed
-	$(PY) -m bench.group_bench
+	$(PY) -m bench.suites.group
 
 ## bench-tls: TLS produce/consume MB/s, kbroker vs Kafka on the same openssl certificates
 ## (~8 min); writes bench/results/tls.md/.json
 bench-tls: $(VENV)/.bench-installed kafka-jars
-	$(PY) -m bench.tls_bench 100000 1000 3
+	$(PY) -m bench.suites.tls 100000 1000 3
 
 ## certs: test certificates (CA, broker PEM/PKCS12, client, a client of another CA) in certs/
 ## with openssl, for trying the SSL/SASL_SSL listeners (README "Security"); tests make their own

@@ -67,7 +67,7 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        """The process to run (bench/kafka_dist.py's KafkaProcess runs Apache Kafka instead)."""
+        """The process to run (bench/harness/kafka_dist.py's KafkaProcess runs Apache Kafka instead)."""
         args = [sys.executable, *self.python_args, "-m", "kbroker", "serve"]
         if self.log_level is not None:
             args += ["--log-level", self.log_level]

@@ -1,4 +1,4 @@
-"""The same transactional workload on kbroker and on Apache Kafka 4.3.1 (bench/kafka_dist.py,
+"""The same transactional workload on kbroker and on Apache Kafka 4.3.1 (bench/harness/kafka_dist.py,
 jars from `make kafka-jars`) leaves the same .txnindex files: same names, same 34-byte
 entries (version, producer id, first offset, marker offset, LSO), and the same offsets for
 every record and marker (so read_committed consumers of both see the same thing)."""
@@ -80,7 +80,7 @@ def _run(broker, log_dir: Path) -> tuple[dict, list, list]:
 
 
 def test_the_txnindex_files_and_offsets_are_those_apache_kafka_writes(tmp_path):
-    from bench.kafka_dist import KafkaProcess
+    from bench.harness.kafka_dist import KafkaProcess
 
     kafka = KafkaProcess(tmp_path / "kafka", heap=["-Xmx512m", "-Xms512m"]).start()
     theirs = _run(kafka, tmp_path / "kafka" / "logs")

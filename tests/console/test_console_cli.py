@@ -90,7 +90,7 @@ def test_console_command_shows_a_kbroker_clusters_topics_messages_and_lag(tmp_pa
 
 
 def test_console_command_shows_the_same_for_apache_kafka(tmp_path: Path, console_for):
-    from bench.kafka_dist import JARS, KafkaProcess
+    from bench.harness.kafka_dist import JARS, KafkaProcess
     if not any(JARS.glob("kafka-server-*.jar")) and not any(JARS.glob("kafka_*.jar")):
         missing_tool("Apache Kafka jars missing: run `make kafka-jars`")
     kafka = KafkaProcess(tmp_path / "kafka").start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from bench.kafka_dist import _cluster_id
+from bench.harness.kafka_dist import _cluster_id
 from kbroker.broker_state import new_cluster_id
 
 

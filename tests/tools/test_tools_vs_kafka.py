@@ -1,7 +1,7 @@
 """``kbroker topics / consumer-groups / get-offsets`` print what Kafka's own tools print.
 
 The same cluster state is built on a real kbroker process and on an Apache Kafka 4.3.1 broker
-(bench/kafka_dist.py, jars from `make kafka-jars`): two topics with records, a configured topic,
+(bench/harness/kafka_dist.py, jars from `make kafka-jars`): two topics with records, a configured topic,
 an idle consumer group with committed offsets and a live one with a member (confluent-kafka).
 Then Kafka's TopicCommand / ConsumerGroupCommand / GetOffsetShell and our subcommands run
 with the same arguments against the same broker, and their stdout, stderr and exit status
@@ -111,7 +111,7 @@ def cluster(request):
     if request.param == "kbroker":
         broker = BrokerProcess(data / "data").start()
     else:
-        from bench.kafka_dist import KafkaProcess
+        from bench.harness.kafka_dist import KafkaProcess
         broker = KafkaProcess(data, heap=["-Xmx512m", "-Xms512m"]).start()
     live = _build_state(broker.bootstrap)
     _CLUSTERS[broker.bootstrap] = broker
@@ -228,7 +228,7 @@ _JAVA_UNCAUGHT = re.compile(r'Exception in thread "main" [\w.$]+: (.*)\n(?:\tat 
 
 def test_dump_log_of_the_same_segments_is_kafkas(cluster):
     """Kafka's DumpLogSegments and ours over the segment files of the broker under test."""
-    root = _CLUSTERS[cluster].data_dir  # Apache Kafka's log.dirs is its logs/ (bench/kafka_dist.py)
+    root = _CLUSTERS[cluster].data_dir  # Apache Kafka's log.dirs is its logs/ (bench/harness/kafka_dist.py)
     found = sorted(root.rglob("orders-0"))
     assert found, sorted(str(p) for p in root.rglob("*"))[:50]
     data = found[0].parent
