@@ -229,14 +229,14 @@ def _seq(child: str) -> int:
         return -1
 
 
-async def start_in_cluster(state: Any) -> None:
-    """Cluster mode with an authorizer: its ACLs move to ZooKeeper (called by the cluster
-    runtime once the session is up; again on a new session)."""
-    authorizer = state.authorizer
-    if authorizer is None or state.cluster is None:
+async def start_in_cluster(authorizer: Any, zk: Any) -> None:
+    """Cluster mode with an authorizer (``authorizer`` None: none configured): its ACLs
+    move to ZooKeeper (called by the cluster runtime once the session is up; again on a
+    new session)."""
+    if authorizer is None:
         return
     store = authorizer.store
     if not isinstance(store, AclZkStore):
         store.close()
-        store = authorizer.store = AclZkStore(state.cluster.zk, authorizer)
+        store = authorizer.store = AclZkStore(zk, authorizer)
     await store.start()

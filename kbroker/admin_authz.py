@@ -55,14 +55,8 @@ from kbroker.acl import (
     TRANSACTIONAL_ID,
     WRITE,
 )
-from kbroker.authorizer import (
-    INT_MIN,
-    authorize,
-    authorize_any,
-    authorize_cluster,
-    authorized_operations,
-    client_host,
-)
+from kbroker.authorize import authorize, authorize_any, authorize_cluster, authorized_operations
+from kbroker.authorizer import INT_MIN, client_host
 from kbroker.authz_responses import refused
 from kbroker.group_authz import after
 from kbroker.registry import INTER_BROKER, REGISTRY, ApiEntry, Registry

@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from kbroker.acl import (
     ALL,
     ALLOW,
     ALTER,
     ALTER_CONFIGS,
-    CLUSTER,
-    CLUSTER_NAME,
     DELETE,
     DENY,
     DESCRIBE,
@@ -54,9 +52,6 @@ from kbroker.acl import (
 )
 from kbroker.acl_store import AclTable
 from wire.error_codes import ErrorCode
-
-if TYPE_CHECKING:
-    from kbroker.request_context import RequestContext
 
 log = logging.getLogger("kafka.authorizer.logger")
 
@@ -297,28 +292,6 @@ def client_host(peer: str) -> str:
     """The client's address from a connection's ``host:port`` peer string."""
     host = peer.rsplit(":", 1)[0] if ":" in peer else peer
     return host.strip("[]")
-
-
-# ---------------------------------------------------------------- what handlers call
-def authorize(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
-    """May this request's principal do ``operation`` on the resource?  (Always, with no
-    authorizer configured: ``AllowAll``.)"""
-    return ctx.services.authorizer.authorize(ctx.principal, client_host(ctx.peer), operation, resource_type, name)
-
-
-def authorize_cluster(ctx: RequestContext, operation: int) -> bool:
-    return authorize(ctx, operation, CLUSTER, CLUSTER_NAME)
-
-
-def authorize_any(ctx: RequestContext, operation: int, resource_type: int) -> bool:
-    return ctx.services.authorizer.authorize_by_resource_type(ctx.principal, client_host(ctx.peer),
-                                                              operation, resource_type)
-
-
-def authorized_operations(ctx: RequestContext, resource_type: int, name: str) -> int:
-    """The authorized_operations bit field of a response (every supported operation when
-    no authorizer is configured)."""
-    return ctx.services.authorizer.authorized_operations(ctx.principal, client_host(ctx.peer), resource_type, name)
 
 
 def build_authorizer(config: Any, log_dir: str) -> AclAuthorizer | None:

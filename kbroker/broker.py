@@ -48,7 +48,7 @@ from kbroker.registry import INTER_BROKER, REGISTRY
 from kbroker.server_state import ServerState
 from kbroker.services import Services
 from kbroker.tasks import cancel_and_wait, finish_loop
-from kbroker.wiring import build_services
+from kbroker.wiring import Node, assemble
 
 log = logging.getLogger("kbroker")
 
@@ -71,12 +71,14 @@ class Broker:
         self.state: BrokerState | None = None
         self._server: asyncio.AbstractServer | None = None   # the first listener's
         self._servers: list[asyncio.AbstractServer] = []
+        self._listener_specs: list[ListenerSpec] = []   # set by _listen
         self.listener_ports: dict[str, int] = {}   # listener name -> bound port
         self._ticker: asyncio.Task[None] | None = None
         self._background: BackgroundWorker | None = None
         self._cleaner: CleanerProcesses | None = None
         self.cluster: ClusterRuntime | None = None
         self.services: Services | None = None
+        self.node: Node | None = None   # the coordinators and ports (kbroker/wiring.py)
         self.server = ServerState(REGISTRY)   # replaced at start-up (cluster mode: inter-broker APIs)
         self.host = ""
         self.port = 0
@@ -112,13 +114,11 @@ class Broker:
                 await self.cluster.stop()
                 self.cluster = None
             raise
-        if self.cluster is not None:
-            self.cluster.attach(self.state)
-            self.state.cluster = self.cluster
-        # the ports every request reaches the broker through, built once (kbroker/wiring.py),
-        # and what the server shares across connections: the registries (the inter-broker
-        # one only in cluster mode) and the open connections
-        self.services = build_services(self.state, self.cluster)
+        # the coordinators and the ports every request reaches the broker through, built
+        # once (kbroker/wiring.py), and what the server shares across connections: the
+        # registries (the inter-broker one only in cluster mode) and the open connections
+        self.node = assemble(self.state, self.cluster)
+        self.services = self.node.services
         self.server = ServerState(REGISTRY, INTER_BROKER if self.cluster is not None else None)
         listener = self.config.listeners[0]
         try:
@@ -140,7 +140,7 @@ class Broker:
         if cleaner is not None:
             self._cleaner = CleanerProcesses(cleaner, cleaner.config.num_threads, cleaner.config.backoff_ms).start()
         self._ticker = asyncio.ensure_future(self._tick())
-        self.state.txns.start()  # markers of transactions the load found prepared
+        self.node.txns.start()  # markers of transactions the load found prepared
         try:
             await self._start_ops_endpoints(listener.bind_host)
         except BaseException:   # e.g. the metrics or console port is taken: stop what started
@@ -182,7 +182,7 @@ class Broker:
             from kbroker.console.server import start_console
 
             # the console is a plain client (no TLS, no SASL): it reads through a PLAINTEXT listener
-            plain = [s for s in getattr(self, "_listener_specs", []) if s.protocol == "PLAINTEXT"]
+            plain = [s for s in self._listener_specs if s.protocol == "PLAINTEXT"]
             bootstrap = (f"{plain[0].host or 'localhost'}:{self.listener_ports[plain[0].name]}" if plain
                          else self.bootstrap_servers)
             if not plain:
@@ -204,9 +204,10 @@ class Broker:
             await cancel_and_wait([self._ticker])
             self._ticker = None
         flushed = False
+        if self.node is not None:
+            await self.node.txns.stop()  # the marker sender's task
+            await self.node.groups.stop()   # commits waiting for their replication
         if self.state is not None:
-            await self.state.txns.stop()  # the marker sender's task
-            await self.state.groups.stop()   # commits waiting for their replication
             if self._servers:   # fsync every log while still answering (log_shutdown.py)
                 flushed = await log_shutdown.flush_all(self.state)
         for server in self._servers:
@@ -232,6 +233,10 @@ class Broker:
                 if conn.transport is not None:
                     conn.transport.abort()
             await log_shutdown.close_all(state, flushed)   # off the loop; the marker last
+        node, self.node = self.node, None
+        if node is not None:   # the producer-id and transaction stores, after the logs
+            await loop.run_in_executor(None, node.close)
+        if state is not None:
             log.info("shut down (kbroker id=%d) cleanly", self.config.node_id)
 
     async def __aenter__(self) -> Broker:
@@ -243,9 +248,9 @@ class Broker:
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(SCHEDULER_TICK_S)
-            if self.state is not None:
-                self.state.groups.tick()
-                self.state.txns.tick()
+            if self.node is not None:
+                self.node.groups.tick()
+                self.node.txns.tick()
 
     @property
     def bootstrap_servers(self) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from typing import TYPE_CHECKING
 
 from kbroker.authorizer import AclAuthorizer, build_authorizer
 from kbroker.catalog import TopicInfo
@@ -26,17 +25,13 @@ from kbroker.config import BrokerConfig
 from kbroker.dynamic_broker_configs import DynamicBrokerConfigs
 from kbroker.fetch_session import FetchSessionCache
 from kbroker.fetch_waiters import FetchWaiters
-from kbroker.group_service import GroupService
-from kbroker.local_replicas import LocalReplicas
 from kbroker.partition import LEADER_EPOCH, Partition
-from kbroker.producer_ids import NoProducerIds, ProducerIdManager, ZkProducerIdManager
 from kbroker.quotas import QuotaManager
 from kbroker.scram_credentials import ScramCredentialStore
 from kbroker.topic_configs import TopicConfigStore
 from kbroker.topic_creation import TopicCreations
 from kbroker.topic_ids import TopicIds
 from kbroker.topic_names import is_internal
-from kbroker.txn_service import TxnService
 from log.clock import SystemClock
 from log.config import CLEANER_DEFAULTS, CleanerConfig, ProducerStateManagerConfig
 from log.log import Log
@@ -44,10 +39,6 @@ from log.log_dir_checks import LogDirError, check_log_dirs
 from log.log_manager import LogManager
 from log.scheduler import Scheduler
 from wire.uuids import random_uuid, uuid_to_string
-
-if TYPE_CHECKING:
-    from kbroker.cluster_runtime import ClusterRuntime
-    from kbroker.services import Replicas
 
 log = logging.getLogger("kbroker.state")
 
@@ -125,14 +116,6 @@ class BrokerState:
                     log.warning("partition directory %s-%d is missing (not in any checkpoint): "
                                 "recreating it empty", info.name, index)
                     self._open_partition(info.name, index)
-        # cluster mode: ids from ZooKeeper blocks, set up by ClusterRuntime.start; none before
-        self.producer_ids: ProducerIdManager | ZkProducerIdManager | NoProducerIds = (
-            NoProducerIds() if static_config.cluster_mode else ProducerIdManager(self.log_manager.log_dirs[0]))
-        # who leads what, and the acks=all wait: a single node's own until
-        # ClusterRuntime.attach puts its replica manager here, before anything is served
-        self.replicas: Replicas = LocalReplicas()
-        self.groups = GroupService(self)
-        self.txns = TxnService(self)  # the transaction coordinator (after the producer ids)
         # authorizer.class.name: None = everything allowed (kbroker/authorizer.py)
         self.authorizer: AclAuthorizer | None = build_authorizer(config, _first_dir(dirs))
         # client quotas (kbroker/quotas.py): off, and free per request, until one is set
@@ -144,9 +127,6 @@ class BrokerState:
         # SCRAM credentials (kbroker/scram_credentials.py): a file in the first log dir, per
         # broker also in cluster mode (NOT_IMPLEMENTED.md: not yet in ZooKeeper)
         self.scram_credentials = ScramCredentialStore(_first_dir(dirs))
-        # Cluster mode (zookeeper.connect set): ZooKeeper, metadata cache, replicas,
-        # controller; None on a single node, where this broker leads everything.
-        self.cluster: ClusterRuntime | None = None
 
     # ------------------------------------------------------------ topics and partitions
     def partition(self, topic: str, index: int) -> Partition | None:
@@ -274,8 +254,6 @@ class BrokerState:
         # finish what is queued so a change made just before the stop is in the file
         self.topic_configs.close()
         self.dynamic_configs.close()
-        self.producer_ids.close()
-        self.txns.close()
         self.scram_credentials.close()
         if self.authorizer is not None:
             self.authorizer.close()

@@ -44,6 +44,7 @@ from kbroker.producer_ids import ZkProducerIdManager
 from kbroker.replica_manager import ReplicaManager
 from kbroker.tasks import TaskSet, task_name
 from kbroker.topic_config_sync import ConfigChangeListener
+from kbroker.txn_marker_sender import ClusterLinks
 from kbroker.zk_client import ZkClient
 from wire.error_codes import ErrorCode
 from wire.messages import AlterPartitionRequest, AlterPartitionResponse, ControlledShutdownRequest
@@ -51,6 +52,8 @@ from wire.messages import AlterPartitionRequest, AlterPartitionResponse, Control
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
     from kbroker.config import BrokerConfig
+    from kbroker.group_service import GroupService
+    from kbroker.txn_service import TxnService
 
 __all__ = ["ClusterRuntime"]
 
@@ -87,6 +90,9 @@ class ClusterRuntime:
             topic_id=lambda t: None if (info := self.cache.topic(t)) is None else info.topic_id,
             epoch_of=self._known_broker_epoch)
         self.configs: ConfigChangeListener | None = None
+        # ids unique cluster-wide; generate() answers ProducerIdsNotReady until start()
+        # has claimed the first block
+        self.producer_ids = ZkProducerIdManager(self.zk, self.broker_id)
         self._session_lost = False
         self._tasks = TaskSet()   # re-registration and re-reads after a new session
         self.shutting_down = False
@@ -128,22 +134,26 @@ class ClusterRuntime:
         finally:
             await bare.close()
 
-    def attach(self, state: BrokerState) -> None:
+    def attach(self, state: BrokerState) -> ReplicaManager:
         """Build what serves requests in cluster mode (the replica manager, the config
-        listener, cluster-wide producer ids), on the loop, after the logs are loaded and
-        before the listeners accept anything: the broker's ports (kbroker/wiring.py) are
-        built from these once.  Nothing here talks to ZooKeeper yet; :meth:`start` does."""
+        listener), on the loop, after the logs are loaded and before the listeners accept
+        anything: the broker's ports (kbroker/wiring.py) are built from these once.  Nothing
+        here talks to ZooKeeper yet; :meth:`start` does.  Returns the replica manager (the
+        ``Replicas`` port in cluster mode)."""
         self.state = state
         self.cache.min_insync_replicas = lambda topic: state.topic_configs.config_for(topic).min_insync_replicas
-        self.replicas = ReplicaManager(state, self.cache, self.zk)
-        state.replicas = self.replicas   # the Replicas port from now on (LocalReplicas until here)
-        # the internal topics' hosts load and unload their partitions on leadership
-        for host in (state.groups.host, state.txns.host):
-            self.replicas.follow_internal_topic(host)
-        # ids unique cluster-wide; generate() answers ProducerIdsNotReady until start()
-        # has claimed the first block
-        state.producer_ids = ZkProducerIdManager(self.zk, self.broker_id)
+        self.replicas = ReplicaManager(state, self.cache, self.zk, self.inter_broker_listener, self.alter_partitions)
         self.configs = ConfigChangeListener(state, self.zk)
+        return self.replicas
+
+    def host_coordinators(self, groups: GroupService, txns: TxnService) -> None:
+        """After :meth:`attach`: the internal topics' hosts of ``groups`` and ``txns`` load
+        and unload their partitions on leadership, and the transaction coordinator learns
+        who leads what and how to reach the other brokers."""
+        assert self.replicas is not None, "attach() comes first"
+        for host in (groups.host, txns.host):
+            self.replicas.follow_internal_topic(host)
+        txns.markers.cluster = ClusterLinks(self.cache, self.replicas, self.inter_broker_listener)
 
     async def start(self) -> None:
         """Register this broker and start the controller runner (the listener is bound)."""
@@ -159,10 +169,10 @@ class ClusterRuntime:
             self.broker_id, endpoints,
             rack=state.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
         self.broker_epoch = await self.zk.register_broker(self._registration)
-        state.producer_ids.start()
+        self.producer_ids.start()
         self.zk.add_session_listener(self._on_session)
         await self.configs.start()
-        await start_acls_in_cluster(state)   # ACLs live in ZooKeeper (kbroker/acl_zk_store.py)
+        await start_acls_in_cluster(state.authorizer, self.zk)   # ACLs live in ZooKeeper (kbroker/acl_zk_store.py)
         self.runner.start()
 
     # -- session -------------------------------------------------------------------------
@@ -198,7 +208,7 @@ class ClusterRuntime:
         self.runner.session_renewed()
         if self.configs is not None:
             self._spawn(self.configs.start())  # the new session has none of our watches
-            self._spawn(start_acls_in_cluster(self.state))
+            self._spawn(start_acls_in_cluster(self.state.authorizer if self.state else None, self.zk))
 
     # -- queries -------------------------------------------------------------------------
 
@@ -320,12 +330,10 @@ class ClusterRuntime:
             await self.replicas.stop()
         if self.configs is not None:
             await self.configs.aclose()
+        await self.producer_ids.aclose()
         state = self.state
         if state is not None:
-            producer_ids = state.producer_ids
-            if isinstance(producer_ids, ZkProducerIdManager):
-                await producer_ids.aclose()
-            store = getattr(state.authorizer, "store", None) if state.authorizer is not None else None
+            store = state.authorizer.store if state.authorizer is not None else None
             if isinstance(store, AclZkStore):
                 await store.aclose()
         await self.zk.close()

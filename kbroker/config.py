@@ -419,3 +419,14 @@ def load_config(path: str | None, overrides: list[str]) -> BrokerConfig:
         k, v = item.split("=", 1)
         props[k.strip()] = v
     return BrokerConfig(props)
+
+
+def to_config_string(value: Any) -> str | None:
+    """Kafka's ConfigDef.convertToString: lists comma-joined, booleans lower case."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)

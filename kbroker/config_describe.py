@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kbroker.config import KEYS
+from kbroker.config import KEYS, to_config_string
 from kbroker.dynamic_broker_configs import DYNAMIC_CONFIGS, broker_config_synonyms
 from log.config import INT_CONFIGS, SERVER_SYNONYMS
 from wire.error_codes import ErrorCode
@@ -45,17 +45,6 @@ class DescribeError(Exception):
         super().__init__(message)
         self.error = error
         self.message = message
-
-
-def to_config_string(value: Any) -> str | None:
-    """Kafka's ConfigDef.convertToString: lists comma-joined, booleans lower case."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def topic_config_type(name: str, value: Any) -> str:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kbroker.acl import READ, TOPIC
-from kbroker.authorizer import authorize
+from kbroker.authorize import authorize
 from kbroker.fetch_session import (
     FINAL_EPOCH,
     INVALID_SESSION_ID,

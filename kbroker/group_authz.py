@@ -24,7 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kbroker.acl import DELETE, DESCRIBE, GROUP, READ, TOPIC, TRANSACTIONAL_ID
-from kbroker.authorizer import INT_MIN, authorize, authorize_cluster, authorized_operations
+from kbroker.authorize import authorize, authorize_cluster, authorized_operations
+from kbroker.authorizer import INT_MIN
 from kbroker.authz_responses import refused
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode

@@ -54,6 +54,8 @@ from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
+    from kbroker.local_replicas import LocalReplicas
+    from kbroker.replica_manager import ReplicaManager
     from wire.record_batch import Record, RecordBatch
 
 log = logging.getLogger("kbroker.groups")
@@ -75,7 +77,7 @@ OFFSETS_TOPIC = InternalTopic(GROUP_METADATA_TOPIC, "offsets.topic.num.partition
 
 
 class GroupService:
-    def __init__(self, state: BrokerState):
+    def __init__(self, state: BrokerState, replicas: LocalReplicas | ReplicaManager):
         self.state = state
         cfg = state.config
         self.coordinator = GroupCoordinator(
@@ -92,7 +94,7 @@ class GroupService:
         # owned partition by partition as each is loaded: all of them at start-up on a single
         # node, as leadership arrives in cluster mode (kbroker/internal_topic.py)
         self.coordinator.owned_partitions = set()
-        self.host = open_host(state, OFFSETS_TOPIC, self, log, slow_append_ms=SLOW_OFFSETS_APPEND_MS)
+        self.host = open_host(state, replicas, OFFSETS_TOPIC, self, log, slow_append_ms=SLOW_OFFSETS_APPEND_MS)
         self.host.start()
 
     # ------------------------------------------------------------ the internal topic

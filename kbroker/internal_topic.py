@@ -38,7 +38,7 @@ Theory of operation.
   (id, epoch, transactional bit, base sequence 0, as Kafka's group coordinator writes a
   TxnOffsetCommit).  The outcome of an append is an error code, never an exception.  The
   append itself is synchronous (the log, on the loop, as every produce); only its
-  replication is waited for (``wait_for_acks``, through the state's ``replicas`` port:
+  replication is waited for (``wait_for_acks``, through the ``Replicas`` port handed in:
   ``LocalReplicas`` answers at once, the ``ReplicaManager`` in its produce purgatory), so
   appends happen in call order and answers wait for what they depend on.
   ``waits_for_acks`` tells the tenant whether that wait is real (cluster mode, or the test
@@ -118,9 +118,7 @@ class _Config(Protocol):
 
 
 class Broker(Protocol):
-    """What a host reads of the broker (kbroker/broker_state.py).  ``replicas`` is read per
-    use: ``ClusterRuntime.attach`` replaces the state's ``LocalReplicas`` with its replica
-    manager after the services are built and before anything is served."""
+    """What a host reads of the broker's partition store (kbroker/broker_state.py)."""
 
     @property
     def static_config(self) -> _StaticConfig: ...
@@ -135,9 +133,6 @@ class Broker(Protocol):
 
     @property
     def topics(self) -> Mapping[str, TopicInfo]: ...
-
-    @property
-    def replicas(self) -> _Replicas: ...
 
     @property
     def creations(self) -> _Creations: ...
@@ -196,9 +191,10 @@ OnControl = Callable[[RecordBatch], None]
 class InternalTopicHost:
     """What both modes share: pinning, loading on leadership, replay, append and the wait."""
 
-    def __init__(self, broker: Broker, topic: InternalTopic, tenant: Tenant, log: logging.Logger,
+    def __init__(self, broker: Broker, replicas: _Replicas, topic: InternalTopic, tenant: Tenant, log: logging.Logger,
                  slow_append_ms: int = 0) -> None:
         self._broker = broker
+        self._replicas = replicas   # who leads what, and the acks=all wait
         self._spec = topic
         self._tenant = tenant
         self._log = log   # the tenant's logger: its lines keep their names
@@ -311,7 +307,7 @@ class InternalTopicHost:
             target = self._broker.partition(self.topic, index)
             if target is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif self._broker.replicas.leader_error(self.topic, index) is not None:
+            elif self._replicas.leader_error(self.topic, index) is not None:
                 error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 txn: dict[str, Any] = {} if producer_id < 0 else {
@@ -341,13 +337,13 @@ class InternalTopicHost:
     def waits_for_acks(self) -> bool:
         """An append's outcome is known only after ``wait_for_acks`` (its replication, or
         the test seam's delay); else it is the append's own."""
-        return self._broker.replicas.replicated or bool(self._slow_append_ms)
+        return self._replicas.replicated or bool(self._slow_append_ms)
 
     async def wait_for_acks(self, required: dict[int, int]) -> dict[int, ErrorCode]:
         """Until each partition's high watermark reaches the offset given (its batches are
         in the ISR), at most ``<append_timeout_ms>``: per partition NONE or the error
         (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER)."""
-        replicas = self._broker.replicas
+        replicas = self._replicas
         if self._slow_append_ms and not replicas.replicated:
             # the test seam (module top): every append succeeds, late
             self._slowed += 1
@@ -428,8 +424,8 @@ class ZkTopicHost(InternalTopicHost):
         pass   # nothing is owned until leadership arrives
 
 
-def open_host(broker: Broker, topic: InternalTopic, tenant: Tenant, log: logging.Logger,
+def open_host(broker: Broker, replicas: _Replicas, topic: InternalTopic, tenant: Tenant, log: logging.Logger,
               slow_append_ms: int = 0) -> InternalTopicHost:
     """The host of ``topic`` for this broker's mode; ``start()`` it once the tenant is built."""
     kind = ZkTopicHost if broker.static_config.cluster_mode else LocalTopicHost
-    return kind(broker, topic, tenant, log, slow_append_ms)
+    return kind(broker, replicas, topic, tenant, log, slow_append_ms)

@@ -15,7 +15,7 @@ from cluster.controller import ElectionOutcome, ElectionType
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from kbroker.services import TopicCatalog
+    from kbroker.broker_state import BrokerState
 
 __all__ = ["LocalController", "UNKNOWN_PARTITION_MESSAGE"]
 
@@ -24,7 +24,7 @@ UNKNOWN_PARTITION_MESSAGE = "The partition does not exist."
 
 
 class LocalController:
-    def __init__(self, node_id: int, catalog: TopicCatalog) -> None:
+    def __init__(self, node_id: int, catalog: BrokerState) -> None:
         self._node = node_id
         self._catalog = catalog
 

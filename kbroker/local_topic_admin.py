@@ -83,11 +83,15 @@ TopicResult = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
 class LocalTopicAdmin:
-    def __init__(self, state: BrokerState, name_for_id: Callable[[uuid.UUID], str | None]) -> None:
+    def __init__(self, state: BrokerState, name_for_id: Callable[[uuid.UUID], str | None],
+                 on_partitions_deleted: Callable[[list[tuple[str, int]]], None]) -> None:
         """``name_for_id``: a v6 DeleteTopics' topic id to its topic (None: unknown), as the
-        broker's metadata resolves it (kbroker/metadata_view.py)."""
+        broker's metadata resolves it (kbroker/metadata_view.py); ``on_partitions_deleted``:
+        the group coordinator's (Kafka's GroupCoordinator.onPartitionsDeleted), told of the
+        partitions a deletion removed so their committed offsets leave every group."""
         self._state = state
         self._name_for_id = name_for_id
+        self._on_partitions_deleted = on_partitions_deleted
 
     # ------------------------------------------------------------ CreateTopics
     def _check(self, t: CreateTopicsRequest.CreatableTopic, dupes: set[str]
@@ -247,7 +251,7 @@ class LocalTopicAdmin:
                 for index in range(partitions):
                     state.fetch_waiters.notify((name, index))
                 # GroupCoordinator.onPartitionsDeleted: committed offsets of the topic leave every group
-                state.groups.on_partitions_deleted([(name, index) for index in range(partitions)])
+                self._on_partitions_deleted([(name, index) for index in range(partitions)])
                 code = ErrorCode.NONE
             results.append(R(name=name, topic_id=topic_id, error_code=code, error_message=None))
         response = DeleteTopicsResponse(throttle_time_ms=0, responses=results)

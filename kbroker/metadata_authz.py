@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.acl import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
-from kbroker.authorizer import authorize, authorize_cluster, authorized_operations, client_host
+from kbroker.authorize import authorize, authorize_cluster, authorized_operations
+from kbroker.authorizer import client_host
 from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
 

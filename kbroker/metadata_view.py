@@ -58,7 +58,6 @@ from wire.messages import ZERO_UUID
 if TYPE_CHECKING:
     from kbroker.catalog import TopicInfo
     from kbroker.metadata_cache import MetadataCache
-    from kbroker.partition import Partition
 
 __all__ = ["AnswerCache", "BrokerView", "ClusterMetadata", "ClusterView", "MetadataView", "PartitionView",
            "SingleNodeMetadata", "SingleNodeView", "TopicView"]
@@ -70,6 +69,13 @@ class _TopicIds(Protocol):
     def id_of(self, topic: str) -> uuid.UUID | None: ...
 
     def name_of(self, topic_id: uuid.UUID) -> str | None: ...
+
+
+class _OpenPartition(Protocol):
+    """An open partition, as the single-node view reads it (kbroker/partition.py)."""
+
+    @property
+    def leader_epoch(self) -> int: ...
 
 
 class LocalTopics(Protocol):
@@ -86,7 +92,7 @@ class LocalTopics(Protocol):
     @property
     def config(self) -> Any: ...
 
-    def partition(self, topic: str, index: int) -> Partition | None: ...
+    def partition(self, topic: str, index: int) -> _OpenPartition | None: ...
 
     def advertised_address(self, listener_name: str | None = None) -> tuple[str, int]: ...
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -41,16 +41,21 @@ from wire.schema import REQUESTS
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
+    from kbroker.cluster_runtime import ClusterRuntime
     from kbroker.config import BrokerConfig
     from kbroker.server_state import ServerState
+    from kbroker.wiring import Node
 
 
 class MetricsSource(Protocol):
     """What a scrape reads of the broker (kbroker/broker.py's ``Broker`` provides it): its
-    state while running (None before start and after stop), its server's connections, its
-    config, and the log cleaner's finished cleanings."""
+    state and coordinators while running (None before start and after stop), its ZooKeeper
+    runtime in cluster mode, its server's connections, its config, and the log cleaner's
+    finished cleanings."""
 
     state: BrokerState | None
+    node: Node | None
+    cluster: ClusterRuntime | None
     server: ServerState
     config: BrokerConfig
 
@@ -121,17 +126,17 @@ class BrokerCollector(Collector):
     # ------------------------------------------------------------ on the loop: copy numbers
     def snapshot(self) -> Snapshot:
         t = TOPIC_STATS
-        state = self.broker.state
+        state, node = self.broker.state, self.broker.node
         if state is not None:
             t.forget_all_but(state.topics)
         snap = Snapshot(dict(t.messages_in), dict(t.bytes_in), dict(t.bytes_out),
                         dict(t.replication_bytes_out),
                         {k: list(v) for k, v in REQUEST_STATS.by_key.items()},
                         ISR_STATS.shrinks, ISR_STATS.expands)
-        if state is None:
+        if state is None or node is None:
             return snap
         snap.running = True
-        self._replicas(state, snap)
+        self._replicas(state, snap, self.broker.cluster)
         for (topic, index), p in state.partitions.items():
             snap.logs.append((topic, index, p.size_in_bytes, p.log_end_offset, p.log_start_offset,
                               p.number_of_segments, p.high_watermark))
@@ -141,7 +146,7 @@ class BrokerCollector(Collector):
         snap.fetch_sessions = (len(fs), fs.num_partitions, fs.evictions, fs.incremental_fetches,
                                fs.partitions_skipped)
         snap.cleanings = self.broker.cleanings
-        coordinator = state.groups.coordinator
+        coordinator = node.groups.coordinator
         for g in coordinator.groups.values():
             snap.groups_by_state[str(g.state)] = snap.groups_by_state.get(str(g.state), 0) + 1
         for group_id, by_tp in coordinator.offsets.offsets.items():
@@ -159,8 +164,7 @@ class BrokerCollector(Collector):
         return snap
 
     @staticmethod
-    def _replicas(state: Any, snap: Snapshot) -> None:
-        cluster = state.cluster
+    def _replicas(state: BrokerState, snap: Snapshot, cluster: ClusterRuntime | None) -> None:
         snap.partitions = len(state.partitions)
         for p in state.partitions.values():
             rep = p.replication

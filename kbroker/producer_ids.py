@@ -81,16 +81,6 @@ class ProducerIdsNotReady(Exception):
     COORDINATOR_LOAD_IN_PROGRESS, which clients retry, as Kafka's RPCProducerIdManager does)."""
 
 
-class NoProducerIds:
-    """Cluster mode before the ZooKeeper blocks are set up: every request is told to retry."""
-
-    def generate(self) -> int:
-        raise ProducerIdsNotReady("Producer ID manager not started yet")
-
-    def close(self) -> None:
-        pass
-
-
 class ZkProducerIdManager:
     """Cluster mode: producer ids unique across the cluster, in blocks of 1000 claimed in
     ZooKeeper's ``/latest_producer_id_block`` (Kafka's ``ZkProducerIdManager``): read the
@@ -176,3 +166,7 @@ class ZkProducerIdManager:
         if self._task is not None:
             for task in await cancel_and_wait([self._task]):
                 log.warning("producer id block claim did not stop: %s", task_name(task))
+
+
+# where new producer ids come from: a local file (single node) or ZooKeeper blocks (cluster)
+ProducerIds = ProducerIdManager | ZkProducerIdManager

@@ -21,7 +21,7 @@ LeaderAndIsr, StopReplica, the ISR checks, the produce purgatory and the fetcher
   takes its ISR only from LeaderAndIsr and its own AlterPartition answers.
 * ISR changes: every ``replica.lag.time.max.ms / 2`` each led partition proposes dropping the
   followers that fell behind (``maybeShrinkIsr``); a follower fetch that catches up proposes
-  adding it.  Proposals go through ``state.cluster.alter_partitions`` (AlterPartition to the
+  adding it.  Proposals go through the ``AlterPartitionManager`` handed in (AlterPartition to the
   controller); a CommittedIsr answer is applied if it is for our leader epoch and not older,
   an error clears the pending change (INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH: the
   LeaderAndIsr that follows will say what is true).  Without that client, changes are not
@@ -60,6 +60,7 @@ from wire.error_codes import ErrorCode
 from wire.uuids import ZERO_UUID
 
 if TYPE_CHECKING:
+    from kbroker.alter_partition_manager import AlterPartitionManager
     from kbroker.broker_state import BrokerState
     from kbroker.metadata_cache import MetadataCache
     from kbroker.partition import Partition
@@ -81,10 +82,16 @@ class InternalTopicListener(Protocol):
 
 
 class ReplicaManager:
-    def __init__(self, state: BrokerState, cache: MetadataCache, zk: Any) -> None:
+    def __init__(self, state: BrokerState, cache: MetadataCache, zk: Any, inter_broker_listener: str,
+                 alter_partitions: AlterPartitionManager | None) -> None:
+        """``inter_broker_listener``: the listener of other brokers this one fetches from;
+        ``alter_partitions``: where this broker's leaders send their ISR changes (None: they
+        are dropped, for tests of a replica manager without a controller)."""
         self.state = state
         self.cache = cache
         self.zk = zk
+        self.inter_broker_listener = inter_broker_listener
+        self.alter_partitions = alter_partitions
         self.leading: dict[tuple[str, int], int] = {}  # partition -> leader epoch we lead at
         self.epochs: dict[tuple[str, int], int] = {}  # last leader epoch seen, led or not
         self._internal_topics: dict[str, InternalTopicListener] = {}   # topic -> its host
@@ -292,9 +299,7 @@ class ReplicaManager:
         info = self.cache.broker(broker_id)
         if info is None or not info.endpoints:
             return None
-        cluster = self.state.cluster
-        listener = getattr(cluster, "inter_broker_listener", None)
-        ep = (info.endpoint(listener) if listener else None) or info.endpoints[0]
+        ep = info.endpoint(self.inter_broker_listener) or info.endpoints[0]
         return ep.host or "localhost", ep.port
 
     # -- acks=all ------------------------------------------------------------------------
@@ -321,7 +326,7 @@ class ReplicaManager:
                         log.exception("ISR check of %s-%d failed", *tp)
 
     def _submit_isr_change(self, partition: Partition, proposal: IsrProposal) -> None:
-        manager = getattr(self.state.cluster, "alter_partitions", None)
+        manager = self.alter_partitions
         rep = partition.replication
         if manager is None:
             if rep is not None:

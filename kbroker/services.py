@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from kbroker.acl import AclBinding, AclBindingFilter
     from kbroker.catalog import TopicInfo
     from kbroker.config import BrokerConfig
+    from kbroker.fetch_session import FetchSessionCache
+    from kbroker.fetch_waiters import FetchWaiters
     from kbroker.metadata_view import MetadataView
     from kbroker.partition import Partition
     from kbroker.quotas import Entity
@@ -384,8 +386,9 @@ class ProducerIds(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Services:
-    """What handlers may reach.  Fields typed ``Any`` are ports whose ``Protocol`` is still
-    being narrowed (their handlers are converted one by one); the rest are final."""
+    """What handlers may reach: every field a port (a ``Protocol`` above, or a value type of
+    a lower room), each with a single-node and a ZooKeeper implementation where the modes
+    differ, built once by kbroker/wiring.py."""
 
     node_id: int
     cluster_id: str
@@ -399,18 +402,12 @@ class Services:
     producer_ids: ProducerIds
     quotas: Quotas
     scram: ScramCredentials
-    fetch_waiters: Any        # kbroker/fetch_waiters.py
-    fetch_sessions: Any       # kbroker/fetch_session.py FetchSessionCache
+    fetch_waiters: FetchWaiters        # parked fetches, woken by appends
+    fetch_sessions: FetchSessionCache  # KIP-227 incremental fetch sessions
     clock: Clock              # the broker's clock (log/clock.py): ms timestamps it writes
-    # ports being split out of the mode branches in handlers (each becomes a Protocol above,
-    # with a single-node and a ZooKeeper implementation built by kbroker/wiring.py):
-    topic_admin: TopicAdmin | None = None   # topics created, deleted, grown (set by kbroker/wiring.py)
-    config_admin: ConfigAdmin | None = None   # configs, client quotas, SCRAM (set by kbroker/wiring.py)
-    acls: AclAdmin | None = None   # the configured authorizer's ACLs, NoAcls (set by kbroker/wiring.py)
-    coordinators: CoordinatorLocator | None = None   # FindCoordinator (set by kbroker/wiring.py)
-    controller: Controller | None = None   # elections and reassignments (set by kbroker/wiring.py)
-    inter_broker: InterBroker | None = None   # LeaderAndIsr & co. (set by kbroker/wiring.py)
-    # ZooKeeper mode's runtime (kbroker/cluster_runtime.py), None on a single node: the
-    # ports still reached through it (topic and config admin, the controller) are being
-    # split out into ports of their own with null objects; no new handler code uses it
-    cluster: Any = None
+    topic_admin: TopicAdmin           # topics created, deleted, grown
+    config_admin: ConfigAdmin         # configs, client quotas, SCRAM
+    acls: AclAdmin                    # the configured authorizer's ACLs, or NoAcls
+    coordinators: CoordinatorLocator  # FindCoordinator
+    controller: Controller            # elections and reassignments
+    inter_broker: InterBroker         # LeaderAndIsr & co. (NoInterBroker on a single node)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kbroker.config_describe import to_config_string
+from kbroker.config import to_config_string
 from kbroker.dynamic_broker_configs import broker_config_synonyms
 from log.config import DEFAULTS as TOPIC_DEFAULTS
 from log.config import SERVER_SYNONYMS

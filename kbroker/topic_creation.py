@@ -42,7 +42,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kbroker.catalog import TopicInfo
 from kbroker.topic_names import is_internal
@@ -50,8 +50,10 @@ from log.errors import KafkaStorageError
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from kbroker.broker_state import BrokerState
     from kbroker.partition import Partition
+    from kbroker.topic_configs import TopicConfigStore
+    from kbroker.topic_ids import TopicIds
+    from log.log_manager import LogManager
 
 log = logging.getLogger("kbroker.state")
 
@@ -61,10 +63,28 @@ TopicPartition = tuple[str, int]
 BATCH = 100
 
 
+class PartitionStore(Protocol):
+    """What a creation reads and changes of the broker's partition store
+    (kbroker/broker_state.py ``BrokerState``): the maps on the loop, ``new_partition`` on a
+    thread."""
+
+    topics: dict[str, TopicInfo]
+    partitions: dict[TopicPartition, Partition]
+    topic_configs: TopicConfigStore
+    topic_ids: TopicIds
+    log_manager: LogManager
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> TopicInfo | None: ...
+
+    def add_partitions(self, name: str, count: int) -> None: ...
+
+    def new_partition(self, topic: str, index: int) -> Partition: ...
+
+
 class TopicCreations:
     """The creations under way on one broker (``BrokerState.creations``)."""
 
-    def __init__(self, state: BrokerState) -> None:
+    def __init__(self, state: PartitionStore) -> None:
         self.state = state
         self._topics: dict[str, asyncio.Future[TopicInfo]] = {}        # new topics in flight
         self._growing: dict[str, tuple[int, asyncio.Future[None]]] = {}  # CreatePartitions: target count

@@ -25,6 +25,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbroker.tasks import cancel_and_wait, task_name
@@ -34,6 +35,8 @@ from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
+    from kbroker.metadata_cache import MetadataCache
+    from kbroker.replica_manager import ReplicaManager
 
 log = logging.getLogger("kbroker.txn_markers")
 
@@ -43,6 +46,17 @@ WRITE_TXN_MARKERS_VERSION = 1
 _DONE_WHEN_FENCED = (ErrorCode.TRANSACTION_COORDINATOR_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH)
 # a local call of the broker side: request -> response (or an awaitable of it)
 LocalWriter = Callable[[WriteTxnMarkersRequest], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLinks:
+    """What the transaction coordinator needs of a ZooKeeper cluster (set by
+    kbroker/cluster_runtime.py ``attach``; None on a single node): who leads each partition
+    (the metadata cache), whether this broker leads one now (the replica manager), and the
+    listener brokers talk to each other on (``inter.broker.listener.name``)."""
+    cache: MetadataCache
+    replicas: ReplicaManager
+    inter_broker_listener: str
 
 
 class TxnMarkerSender:
@@ -59,6 +73,7 @@ class TxnMarkerSender:
         self._links: Any = None  # cluster mode: a BrokerChannel of our own, made on first use
         self._warned = False
         self._stopped = False  # stop() ran: no task and no link is made any more
+        self.cluster: ClusterLinks | None = None   # cluster mode only
 
     def add(self, job: MarkerJob) -> None:
         self.jobs.append(job)
@@ -106,7 +121,7 @@ class TxnMarkerSender:
     # ------------------------------------------------------------ one round
     def _leader_of(self, topic: str, index: int) -> int | None:
         """The partition's leader; None while unknown; -2 when the topic is gone."""
-        cluster = self.state.cluster
+        cluster = self.cluster
         if cluster is None:
             if topic not in self.state.topics:
                 return -2
@@ -200,7 +215,7 @@ class TxnMarkerSender:
         """Cluster mode: ``request`` to another broker over this sender's inter-broker links
         (also used for KIP-890 verification, kbroker/txn_verification.py); None when the
         broker is not known."""
-        cluster = self.state.cluster
+        cluster = self.cluster
         if cluster is None or self._stopped:
             return None
         info = cluster.cache.broker(broker)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kbroker.internal_topic import InternalTopic, open_host
-from kbroker.producer_ids import ProducerIdsNotReady
+from kbroker.producer_ids import ProducerIds, ProducerIdsNotReady
 from kbroker.topic_names import TRANSACTION_STATE_TOPIC
 from kbroker.txn_marker_sender import TxnMarkerSender
 from kbroker.txn_verification import TxnVerifier
@@ -44,6 +44,8 @@ from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from kbroker.broker_state import BrokerState
+    from kbroker.local_replicas import LocalReplicas
+    from kbroker.replica_manager import ReplicaManager
     from wire.record_batch import Record, RecordBatch
 
 log = logging.getLogger("kbroker.txn")
@@ -71,18 +73,21 @@ TRANSACTION_TOPIC = InternalTopic(TRANSACTION_STATE_TOPIC, "transaction.state.lo
 
 
 class TxnService:
-    def __init__(self, state: BrokerState) -> None:
+    def __init__(self, state: BrokerState, replicas: LocalReplicas | ReplicaManager, producer_ids: ProducerIds) -> None:
+        """``producer_ids``: where InitProducerId's new ids come from (a local file on a
+        single node, ZooKeeper blocks in a cluster, kbroker/producer_ids.py)."""
         self.state = state
+        self.producer_ids = producer_ids
         cfg = state.config
         self.coordinator = TransactionCoordinator(
             TxnConfig.from_properties({k: cfg[k] for k in _CONFIG_KEYS}), state.clock,
             self._store, self._send_markers, self._generate_producer_id)
         self.markers = TxnMarkerSender(state, self.coordinator)
-        self.verifier = TxnVerifier(self)
+        self.verifier = TxnVerifier(state, self.coordinator, self.markers)
         now = state.clock.milliseconds()
         self._next_abort_ms = now + cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
         self._next_expire_ms = now + cfg["transaction.remove.expired.transaction.cleanup.interval.ms"]
-        self.host = open_host(state, TRANSACTION_TOPIC, self, log)
+        self.host = open_host(state, replicas, TRANSACTION_TOPIC, self, log)
         self.host.start()   # on a single node: every partition, off the loop with the state
 
     @property
@@ -135,7 +140,7 @@ class TxnService:
     # ------------------------------------------------------------ coordinator callbacks
     def _generate_producer_id(self) -> int | None:
         try:
-            return self.state.producer_ids.generate()
+            return self.producer_ids.generate()
         except ProducerIdsNotReady:
             return None
 

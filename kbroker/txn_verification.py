@@ -33,7 +33,9 @@ from wire.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from wire.record_batch import RecordBatch
 
 if TYPE_CHECKING:
-    from kbroker.txn_service import TxnService
+    from kbroker.broker_state import BrokerState
+    from kbroker.txn_marker_sender import ClusterLinks, TxnMarkerSender
+    from txn import TransactionCoordinator
 
 log = logging.getLogger("kbroker.txn")
 
@@ -80,15 +82,19 @@ def unverified_producer(partition: Any, records: memoryview | None) -> tuple[int
 
 
 class TxnVerifier:
-    def __init__(self, service: TxnService) -> None:
-        self.service = service
+    def __init__(self, state: BrokerState, coordinator: TransactionCoordinator, markers: TxnMarkerSender) -> None:
+        """``state``: the partitions this broker holds and the config; ``markers``: the
+        transaction coordinator's links to other brokers (its ``cluster``, and the sends)."""
+        self.state = state
+        self.coordinator = coordinator
+        self.markers = markers
         self._answers: dict[Key, ErrorCode] = {}
         self._rerun: set[int] = set()  # id() of the Produce requests being handled again
         self._slowed: set[Key] = set()  # the test seam's first Produces (module top)
 
     @property
     def enabled(self) -> bool:
-        return bool(self.service.state.config["transaction.partition.verification.enable"])
+        return bool(self.state.config["transaction.partition.verification.enable"])
 
     def check_local(self, transactional_id: str, topic: str, index: int, partition: Any,
                     records: memoryview) -> ErrorCode:
@@ -102,7 +108,7 @@ class TxnVerifier:
         answered = self._answers.get((transactional_id, pid, epoch, topic, index))
         if answered is not None:
             return answered
-        c = self.service.coordinator
+        c = self.coordinator
         txn_partition = c.partition_for(transactional_id)
         if txn_partition not in c.owned and txn_partition not in c.loading:
             # coordinated elsewhere and not asked (remote_verification found no leader for
@@ -111,8 +117,8 @@ class TxnVerifier:
         error = c.verify_partitions(transactional_id, pid, epoch, [(topic, index)])[(topic, index)]
         return producer_answer(error)
 
-    def _cluster(self) -> Any:
-        return self.service.state.cluster
+    def _cluster(self) -> ClusterLinks | None:
+        return self.markers.cluster
 
     def remote_verification(self, req: Any, handle: Callable[[], Any]) -> Awaitable[Any] | None:
         """Cluster mode, before a Produce with a transactional id is handled: when its
@@ -129,13 +135,13 @@ class TxnVerifier:
         if topic_info is None or not topic_info.partitions:
             return None  # no coordinator can have this id: check_local answers
         txn_partition = partition_for(tid, len(topic_info.partitions))
-        c = self.service.coordinator
+        c = self.coordinator
         if txn_partition in c.owned or txn_partition in c.loading:
             return None
         needed: dict[tuple[int, int], list[tuple[str, int]]] = {}
         for topic in req.topic_data:
             for pd in topic.partition_data:
-                partition = self.service.state.partition(topic.name, pd.index)
+                partition = self.state.partition(topic.name, pd.index)
                 if partition is None or cluster.replicas.leader_error(topic.name, pd.index) is not None:
                     continue  # answered NOT_LEADER / UNKNOWN by the handler anyway
                 producer = unverified_producer(partition, pd.records)
@@ -151,7 +157,7 @@ class TxnVerifier:
         first = False
         for topic in req.topic_data:
             for pd in topic.partition_data:
-                partition = self.service.state.partition(topic.name, pd.index)
+                partition = self.state.partition(topic.name, pd.index)
                 producer = None if partition is None else unverified_producer(partition, pd.records)
                 if producer is not None:
                     key = (req.transactional_id, *producer, topic.name, pd.index)
@@ -205,7 +211,7 @@ class TxnVerifier:
                 transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=True,
                 topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
                         for t, ps in by_topic.items()])])
-        fut = self.service.markers.send_to_broker(leader, request, VERIFY_VERSION) if leader >= 0 else None
+        fut = self.markers.send_to_broker(leader, request, VERIFY_VERSION) if leader >= 0 else None
         if fut is None:
             return {}
         try:

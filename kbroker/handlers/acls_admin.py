@@ -26,7 +26,8 @@ from kbroker.acl import (
     AclBindingFilter,
     ResourcePattern,
 )
-from kbroker.authorizer import NO_AUTHORIZER, authorize_cluster
+from kbroker.authorize import authorize_cluster
+from kbroker.authorizer import NO_AUTHORIZER
 from kbroker.json_file import answer_when_stored
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext

@@ -22,7 +22,7 @@ from collections.abc import Awaitable
 from concurrent.futures import Future
 
 from kbroker.acl import ALTER_CONFIGS, DESCRIBE_CONFIGS
-from kbroker.authorizer import authorize_cluster
+from kbroker.authorize import authorize_cluster
 from kbroker.json_file import answer_when_stored
 from kbroker.quotas import CLIENT_ID, DEFAULT, FETCH, PRODUCE, QUOTA_KEYS, USER, Entity
 from kbroker.registry import REGISTRY

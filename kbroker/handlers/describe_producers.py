@@ -18,7 +18,7 @@ Ports (kbroker/services.py): ``metadata`` (which topics and partitions the clust
 from __future__ import annotations
 
 from kbroker.acl import READ, TOPIC
-from kbroker.authorizer import authorize
+from kbroker.authorize import authorize
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import invalid_reason

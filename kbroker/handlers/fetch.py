@@ -87,7 +87,7 @@ from typing import Any
 
 from kbroker import fetch_session_reads
 from kbroker.acl import CLUSTER_ACTION, READ, TOPIC
-from kbroker.authorizer import authorize, authorize_cluster
+from kbroker.authorize import authorize, authorize_cluster
 from kbroker.fetch_session_reads import IncrementalFetch, PlainFetch
 from kbroker.metrics import TOPIC_STATS
 from kbroker.partition import Partition

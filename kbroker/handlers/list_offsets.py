@@ -21,7 +21,7 @@ Ports (kbroker/services.py): ``catalog``, ``replicas``, ``authorizer``.
 from __future__ import annotations
 
 from kbroker.acl import DESCRIBE, TOPIC
-from kbroker.authorizer import authorize
+from kbroker.authorize import authorize
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from log.errors import LogError

@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from kbroker.acl import DESCRIBE, TOPIC
-from kbroker.authorizer import authorize
+from kbroker.authorize import authorize
 from kbroker.metadata_authz import cluster_operations, topic_access, topic_operations
 from kbroker.metadata_readiness import held_until_metadata_known
 from kbroker.metadata_view import MetadataView, PartitionView, TopicView

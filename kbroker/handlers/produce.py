@@ -39,7 +39,7 @@ from __future__ import annotations
 import struct
 
 from kbroker.acl import TOPIC, TRANSACTIONAL_ID, WRITE
-from kbroker.authorizer import authorize
+from kbroker.authorize import authorize
 from kbroker.metrics import TOPIC_STATS
 from kbroker.registry import NO_RESPONSE, REGISTRY, CloseConnection
 from kbroker.request_context import RequestContext

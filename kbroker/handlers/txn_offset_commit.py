@@ -33,7 +33,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from kbroker.acl import READ, TOPIC
-from kbroker.authorizer import authorize
+from kbroker.authorize import authorize
 from kbroker.registry import REGISTRY
 from kbroker.request_context import RequestContext
 from kbroker.topic_names import GROUP_METADATA_TOPIC

@@ -30,7 +30,6 @@ class Missing:
 def services(**ports: Any) -> Services:
     fields: dict[str, Any] = {
         "node_id": 1, "cluster_id": "test-cluster", "replicas": LocalReplicas(), "authorizer": ALLOW_ALL,
-        "cluster": None,
     }
     for name in Services.__dataclass_fields__:
         fields.setdefault(name, Missing(name))

@@ -84,7 +84,7 @@ class _State:
         self.partitions = {("t", 0): _Partition()}
         if offsets_partitions is not None:
             self.create_topic(OFFSETS, offsets_partitions, {})
-        self.groups = GroupService(self)
+        self.groups = GroupService(self, self.replicas)  # type: ignore[arg-type]
 
     def create_topic(self, name: str, partitions: int, configs: dict) -> None:
         self.topics[name] = _Topic(name, partitions)

@@ -142,7 +142,7 @@ class _Spied:
 
 def _host(broker: _Broker, **kw: Any) -> tuple[Any, _Tenant]:
     tenant = _Tenant()
-    tenant.host = open_host(broker, TOPIC, tenant, LOG, **kw)  # type: ignore[arg-type]
+    tenant.host = open_host(broker, broker.replicas, TOPIC, tenant, LOG, **kw)  # type: ignore[arg-type]
     return tenant.host, tenant
 
 

@@ -43,7 +43,7 @@ def test_request_names_are_kafkas_api_key_names():
 
 def test_a_broker_that_is_stopping_still_serves_the_process_wide_totals():
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(BrokerCollector(SimpleNamespace(state=None, config=None)))  # type: ignore[arg-type]
+    reg.register(BrokerCollector(SimpleNamespace(state=None, node=None, cluster=None, config=None)))  # type: ignore[arg-type]
     names = {f.name for f in text_string_to_metric_families(generate_latest(reg).decode())}
     assert "kafka_server_brokertopicmetrics_messagesin" in names
     assert "kafka_network_requestmetrics_totaltime_seconds" in names

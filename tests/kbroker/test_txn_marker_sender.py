@@ -21,7 +21,6 @@ class FakeState:
     def __init__(self, topics: dict[str, int]) -> None:
         self.node_id = 1
         self.topics = dict(topics)
-        self.cluster = None
 
     def partition(self, topic: str, index: int) -> Any:
         count = self.topics.get(topic)
@@ -51,9 +50,11 @@ class ScriptedWriter:
         return WriteTxnMarkersResponse(markers=markers)
 
 
-def _run(h: Harness, state: FakeState, writer: ScriptedWriter, scenario) -> None:
+def _run(h: Harness, state: FakeState, writer: ScriptedWriter, scenario, cluster: Any = None) -> None:
+    """``cluster``: the sender's ``ClusterLinks`` (None: a single node)."""
     async def main() -> None:
         sender = TxnMarkerSender(state, h.c, local_writer=writer)  # type: ignore[arg-type]
+        sender.cluster = cluster
         h.c._send_markers = sender.add
         try:
             await asyncio.wait_for(scenario(sender), DEADLINE_S)
@@ -134,7 +135,7 @@ def test_markers_wait_while_the_partition_has_no_leader_in_cluster_mode():
     h = Harness()
     state = FakeState({"t": 1})
     leaders = {("t", 0): -1}
-    state.cluster = SimpleNamespace(cache=SimpleNamespace(
+    cluster = SimpleNamespace(cache=SimpleNamespace(
         topic=lambda name: object() if name == "t" else None,
         leader=lambda topic, index: leaders[(topic, index)]))
     writer = ScriptedWriter({})
@@ -148,5 +149,5 @@ def test_markers_wait_while_the_partition_has_no_leader_in_cluster_mode():
         leaders[("t", 0)] = 1  # this broker leads it now
         await _until(lambda: h.state("a") == "CompleteCommit")
 
-    _run(h, state, writer, scenario)
+    _run(h, state, writer, scenario, cluster)
     assert len(writer.requests) == 1
