@@ -13,7 +13,7 @@ operator expects.  This package holds everything about it that can be decided wi
   sequential), get with its ``Stat`` (version, czxid, mzxid), conditional set/delete,
   children, one-shot data/child watches, atomic ``multi`` of check/create/set/delete, and
   session events.  ``fake_store`` implements it in memory with ZooKeeper's semantics for
-  unit tests; ``kbroker.zk_client`` implements it over kazoo against a real ZooKeeper, and
+  unit tests; ``kbroker.zk.zk_client`` implements it over kazoo against a real ZooKeeper, and
   tests/cluster/test_coordination_contract.py runs one behaviour suite against both.
 * ``metadata_image``: the cluster as the brokers see it (live brokers with endpoints, rack
   and epoch, topics with ids and assignments, per-partition leader/epoch/ISR and the

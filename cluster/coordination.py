@@ -13,7 +13,7 @@ Every call is a coroutine; watch callbacks and session listeners are plain calla
 implementation runs on the caller's event loop (never on a foreign thread).  Failures raise
 the :class:`CoordinationError` subclasses below (ZooKeeper's KeeperException codes).
 Implementations: ``cluster.fake_store`` (in memory, for unit tests) and
-``kbroker.zk_client`` (kazoo, a real ZooKeeper); tests/cluster/test_coordination_contract.py
+``kbroker.zk.zk_client`` (kazoo, a real ZooKeeper); tests/cluster/test_coordination_contract.py
 holds both to the same behaviour.
 """
 

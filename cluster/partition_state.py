@@ -3,7 +3,7 @@
 
 It holds the leader epoch, the partition epoch (the ``state`` znode's zkVersion, carried by
 LeaderAndIsr as ``PartitionEpoch``), the committed ISR and at most one pending ISR change,
-and one :class:`ReplicaState` per follower.  The caller (kbroker/partition.py) feeds it
+and one :class:`ReplicaState` per follower.  The caller (kbroker/replica/partition.py) feeds it
 the leader's log end offset and high watermark and the clock (``now_ms``, epoch ms) and
 acts on what it returns: a new high watermark, an ISR change to submit (AlterPartition),
 whether an acks=all produce is done.  It never does them.

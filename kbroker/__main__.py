@@ -16,11 +16,11 @@ import click
 def _serve(args: argparse.Namespace) -> int:
     # the broker is imported here, not at module level: the tools need none of it
     from cluster.coordination import CoordinationError
-    from kbroker import stack_dump
-    from kbroker.broker import Broker, new_event_loop
-    from kbroker.config import ConfigError, load_config
-    from kbroker.gc_freeze import GcFreeze
-    from kbroker.tasks import finish_loop
+    from kbroker.app import stack_dump
+    from kbroker.app.broker import Broker, new_event_loop
+    from kbroker.app.gc_freeze import GcFreeze
+    from kbroker.configs.config import ConfigError, load_config
+    from kbroker.runtime.tasks import finish_loop
     from log.log_dir_checks import LogDirError
 
     try:
@@ -38,7 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         stack_dump.install(loop)
-        # full collections that skip the long-lived state (kbroker/gc_freeze.py)
+        # full collections that skip the long-lived state (kbroker/app/gc_freeze.py)
         freeze = GcFreeze(loop).install() if config["kbroker.gc.freeze.enable"] else None
         await stop.wait()
         logging.getLogger("kbroker").info("shutting down")

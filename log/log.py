@@ -146,7 +146,7 @@ class Log(SegmentRetention):
         leftovers, segments, snapshots, a stored leader epoch checkpoint or
         partition.metadata): a new partition costs its directory, its first segment's
         ``.log``/``.index``/``.timeindex`` and an empty ``leader-epoch-checkpoint``, which is
-        what Kafka creates (kbroker/topic_creation.py opens thousands at a time)."""
+        what Kafka creates (kbroker/replica/topic_creation.py opens thousands at a time)."""
         new_dir = _create_dir(dir_)
         tp = parse_topic_partition_name(dir_)
         segments = LogSegments()

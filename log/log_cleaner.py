@@ -15,7 +15,7 @@ calls the broker makes, from threads of its choosing:
    offset map and writes the ``.cleaned`` segments from the snapshot only, holding no lock
    and never touching the ``Log``, so appends, reads, rolls, retention and deletion go on
    meanwhile.  In the calling thread, or, given a ``run`` (a ``PrepareRunner``), wherever
-   that has it done: the broker's runs it in a worker process (kbroker/cleaner_processes.py)
+   that has it done: the broker's runs it in a worker process (kbroker/app/cleaner_processes.py)
    from ``plan.portable()`` and the snapshot's descriptors, and gets back a
    ``CleaningSummary``; the written segments are then reopened here by name, and if the
    runner failed (e.g. its process was killed) every ``.cleaned`` file the plan could have

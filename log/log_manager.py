@@ -22,7 +22,7 @@ names and intervals: ``kafka-log-retention`` (log.retention.check.interval.ms, 5
 ``kafka-delete-logs``, and in cluster mode ``highwatermark-checkpoint``
 (replica.high.watermark.checkpoint.interval.ms, 5 s).  Shutdown flushes and closes every log, writes both checkpoints and then
 the clean-shutdown marker (``shutdown``; the broker runs its three steps ``begin_shutdown``,
-``close_logs`` per batch and ``finish_shutdown`` off its event loop: kbroker/log_shutdown.py).
+``close_logs`` per batch and ``finish_shutdown`` off its event loop: kbroker/app/log_shutdown.py).
 
 Compaction: with ``log.cleaner.enable`` (``CleanerConfig.enable_cleaner``), ``self.cleaner`` is
 a ``LogCleaner`` over ``self.logs`` and the log dirs (created by ``load_logs``); the broker
@@ -33,7 +33,7 @@ its log start offset (Kafka's cleaner thread does that deletion for compacted lo
 Deleting a partition cancels its cleaning and drops it from the cleaner checkpoint.
 
 Threads: logs are created (``get_or_create_log``) by the broker's creations on an executor
-thread (kbroker/topic_creation.py; one creator per partition, so its check-then-add needs no
+thread (kbroker/replica/topic_creation.py; one creator per partition, so its check-then-add needs no
 more than the map's lock) or at start-up, and removed from the map on the event loop
 (``remove_log``); the background thread runs the periodic tasks and the slow part of a
 deletion (``finish_delete``: cleaner abort, close, rename, checkpoints).  ``self.logs`` is
@@ -412,7 +412,7 @@ class LogManager:
     def shutdown(self, broker_epoch: int = -1, deletions_timeout_s: float = 60.0) -> None:
         """The whole shutdown on the calling thread (Kafka's LogManager.shutdown): the broker
         runs the same three steps itself, off its event loop and a batch of logs at a time
-        (kbroker/log_shutdown.py)."""
+        (kbroker/app/log_shutdown.py)."""
         self.begin_shutdown(deletions_timeout_s)
         logs = self.all_logs()
         sync = self.close_syncs_each_file(len(logs))

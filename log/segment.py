@@ -50,7 +50,7 @@ _INT32_MAX = (1 << 31) - 1
 # previous read of the partition ended; else the offset index's entry at or below the
 # offset) to the bound, fits in this many bytes is made with one pread, the headers checked
 # in memory, instead of a header search and then the read (two preads).  Below kbroker's
-# sendfile threshold (32 KiB, kbroker/record_sending.py), so the bytes are the ones the
+# sendfile threshold (32 KiB, kbroker/replica/record_sending.py), so the bytes are the ones the
 # response copies anyway: a woken fetch of a few new batches, or a consumer starting on a
 # small partition (a fetch naming thousands of them).
 _WHOLE_RANGE_READ_MAX = 16 * 1024

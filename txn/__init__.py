@@ -1,7 +1,7 @@
 """The transaction coordinator, pure: Kafka's ``TransactionCoordinator`` /
 ``TransactionStateManager`` / ``TransactionMetadata`` without sockets or an event loop.
 
-The runtime adapter is kbroker/txn_service.py (appends to ``__transaction_state``, sends
+The runtime adapter is kbroker/coordinators/txn_service.py (appends to ``__transaction_state``, sends
 the transaction markers, drives the timers).  Time comes from an injected clock; the
 coordinator hands its log writes and its marker jobs to injected callables and learns
 their outcomes through callbacks, as Kafka's coordinator does with its ReplicaManager

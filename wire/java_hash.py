@@ -7,7 +7,7 @@ in ``Utils.abs(transactionalId.hashCode) % transactionTopicPartitionCount`` of
 this itself (it asks FindCoordinator), but the partition must match Kafka's so that an
 existing internal topic's layout and tools reading it agree with us.  The same hash also
 orders Java hash maps (cluster/jvm_order.py, the tools' output) and picks a replica fetcher
-(kbroker/replica_fetcher.py): one implementation here, in the lowest layer, for all of them.
+(kbroker/replica/replica_fetcher.py): one implementation here, in the lowest layer, for all of them.
 
 ``String.hashCode`` is ``s[0]*31^(n-1) + ... + s[n-1]`` in wrapping 32-bit arithmetic over the
 string's UTF-16 code units (a character outside the BMP counts as its two surrogates).

@@ -4,7 +4,7 @@ A thread asks the loop every ``PROBE_INTERVAL_S`` to run a no-op (``call_soon_th
 and notes how long the loop took to run it: the loop's stall at that moment.  At exit the
 samples go to the file named by ``KBROKER_LOOP_PROBE`` as JSON lines ``[t_epoch_s, delay_ms]``
 (t is when the probe asked).  It needs nothing from the broker but ``kbroker.__main__`` and
-``kbroker.broker.new_event_loop``, so it measures any revision of the tree (the bench runs an
+``kbroker.app.broker.new_event_loop``, so it measures any revision of the tree (the bench runs an
 older checkout with ``PYTHONPATH`` pointing at it).  The probe's own cost is one thread
 wake-up per interval.
 """
@@ -38,7 +38,7 @@ def _watch(loop, samples: list[tuple[float, float]], stop: threading.Event) -> N
 
 
 def main() -> int:
-    import kbroker.broker as broker_module
+    import kbroker.app.broker as broker_module
     from kbroker.__main__ import _serve_main
 
     samples: list[tuple[float, float]] = []

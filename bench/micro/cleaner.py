@@ -18,7 +18,7 @@ of the same process, the way the broker runs it:
   shared, so this is what a cleaning cost request handling.  CPython hands the GIL to a
   waiting thread after ``sys.getswitchinterval()`` (5 ms by default); the next row sets it to
   0.5 ms, the knob a broker running the cleaner in a thread could turn;
-* ``prepare in a worker process``: the broker's way (kbroker/cleaner_processes.py): the
+* ``prepare in a worker process``: the broker's way (kbroker/app/cleaner_processes.py): the
   thread sends the plan to a worker process (started beforehand, as the broker
   keeps its workers) and waits; only grab, the reopening of the cleaned segments and the
   commit run in this process.
@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 
-from kbroker.cleaner_processes import CleanerWorker
+from kbroker.app.cleaner_processes import CleanerWorker
 from log.clock import SystemClock
 from log.config import CleanerConfig, LogConfig
 from log.log import Log

@@ -36,16 +36,16 @@ from types import SimpleNamespace
 from typing import Any
 
 import kbroker.handlers  # noqa: F401  (registers the handlers)
-import kbroker.metadata_view as metadata_view_module
-from kbroker.authorizer import ALLOW_ALL
-from kbroker.broker_state import BrokerState
-from kbroker.config import BrokerConfig
-from kbroker.metadata_cache import MetadataCache
-from kbroker.metadata_view import ClusterMetadata
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.services import Services
-from kbroker.wiring import build_services
+import kbroker.metadata.metadata_view as metadata_view_module
+from kbroker.app.wiring import build_services
+from kbroker.configs.config import BrokerConfig
+from kbroker.metadata.metadata_cache import MetadataCache
+from kbroker.metadata.metadata_view import ClusterMetadata
+from kbroker.replica.broker_state import BrokerState
+from kbroker.security.authorizer import ALLOW_ALL
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from kbroker.server.services import Services
 from wire.codec import encode_parts
 from wire.messages import ListOffsetsRequest, MetadataRequest, UpdateMetadataRequest
 
@@ -147,7 +147,7 @@ def main() -> None:
         singles = [_one_list_offsets(i) for i in range(min(n, 1000))]
 
         def single(r: int) -> dict[str, float]:
-            # as after a change of every topic: nothing cached (kbroker/metadata_view.py)
+            # as after a change of every topic: nothing cached (kbroker/metadata/metadata_view.py)
             getattr(metadata_view_module, "_caches", {}).clear()
             out = {}
             for label, key, req in (("metadata all", 3, all_topics), ("metadata one", 3, one_topic),

@@ -38,12 +38,12 @@ import time
 from typing import Any
 
 import kbroker.handlers  # noqa: F401  (registers every API)
-from kbroker.broker_state import BrokerState
-from kbroker.config import BrokerConfig
-from kbroker.connection import KafkaConnection
-from kbroker.registry import REGISTRY
-from kbroker.server_state import ServerState
-from kbroker.wiring import build_services
+from kbroker.app.wiring import build_services
+from kbroker.configs.config import BrokerConfig
+from kbroker.replica.broker_state import BrokerState
+from kbroker.server.connection import KafkaConnection
+from kbroker.server.registry import REGISTRY
+from kbroker.server.server_state import ServerState
 from wire.headers import encode_request
 from wire.messages import FetchRequest, ProduceRequest
 from wire.record_batch import build_batch
@@ -200,7 +200,7 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="one round under cProfile, top functions")
     args = ap.parse_args()
     try:
-        import uvloop  # the broker's loop (kbroker/broker.py)
+        import uvloop  # the broker's loop (kbroker/app/broker.py)
         runner = uvloop.run
     except ImportError:
         runner = asyncio.run

@@ -6,7 +6,7 @@ file (in the page cache); for each slice size, the same number of bytes (64 MiB)
 slices at rotating positions, first with ``pread`` + ``sendall`` (what kbroker's Fetch
 did: a copy into Python, then the transport's write), then with ``os.sendfile``.  Prints
 microseconds per slice and MB/s.  The figures chose ``SENDFILE_MIN_BYTES``
-(kbroker/record_sending.py); they are recorded in bench/results/zero_copy.md.
+(kbroker/replica/record_sending.py); they are recorded in bench/results/zero_copy.md.
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ import tempfile
 import time
 from types import SimpleNamespace
 
-from kbroker.fetch_waiters import FetchWaiters
 from kbroker.handlers.fetch import _read_all
-from kbroker.partition import Partition
+from kbroker.replica.fetch_waiters import FetchWaiters
+from kbroker.replica.partition import Partition
 from log.config import LogConfig
 from log.log import Log
 from tests.log.helpers import batch, open_log

@@ -1,4 +1,4 @@
-"""What freezing the garbage collector's long-lived objects buys (issue 15, kbroker/gc_freeze.py).
+"""What freezing the garbage collector's long-lived objects buys (issue 15, kbroker/app/gc_freeze.py).
 
 Two kbroker processes side by side, the same settings (bench/suites/side_by_side.py's COMMON) except
 ``kbroker.gc.freeze.enable`` (true / false).  Each gets a topic of ``--partitions`` partitions

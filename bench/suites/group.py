@@ -21,7 +21,7 @@ happen before any timing.  Figures, not pass/fail.
   per round: first JoinGroup -> the 10th MEMBER_ID_REQUIRED; -> the 10th successful
   JoinGroup response (join phase); -> the 10th SyncGroup response (sync phase).
   The broker runs group timers (here: the initial-delay join timer, 0 ms) from its
-  background tick, every 100 ms (kbroker.broker.SCHEDULER_TICK_S), so the join phase
+  background tick, every 100 ms (kbroker.app.broker.SCHEDULER_TICK_S), so the join phase
   ends at the next tick after the first member rejoins (one more if a member rejoins
   between two ticks).  Back-to-back rounds would lock onto that tick, so each round
   starts after a random 0-100 ms pause (untimed).
@@ -74,7 +74,7 @@ JOIN_TOPIC = "bench-group-join"      # MEMBERS partitions: one per member
 COMMIT_TOPIC = "bench-group-commit"  # 6 partitions
 COMMIT_PARTITIONS = 6
 HEARTBEAT_S = 0.02
-TICK_SPREAD_S = 0.1  # kbroker.broker.SCHEDULER_TICK_S
+TICK_SPREAD_S = 0.1  # kbroker.app.broker.SCHEDULER_TICK_S
 SESSION_MS = 30_000
 CLIENT_ID = "group-bench"
 E = ErrorCode

@@ -34,7 +34,7 @@ from math import nan
 from pathlib import Path
 
 from bench.suites.topic_creation import connect
-from kbroker.free_ports import free_port
+from kbroker.testing.free_ports import free_port
 from wire.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,
@@ -42,7 +42,7 @@ from wire.messages import (
 
 ROOT = Path(__file__).resolve().parents[2]
 _STARTED = re.compile(r"started \(kbroker id=\d+\) listening on")
-_FLUSHED = re.compile(r"flushed \d+ log\(s\) in ([0-9.]+) s")      # kbroker/log_shutdown.py
+_FLUSHED = re.compile(r"flushed \d+ log\(s\) in ([0-9.]+) s")      # kbroker/app/log_shutdown.py
 _CLOSED = re.compile(r"closed \d+ log\(s\), checkpoints and clean-shutdown marker written in ([0-9.]+) s")
 
 

@@ -6,7 +6,7 @@ tokens until it is complete.  Fixed versions: every broker with SaslAuthenticate
 takes v1 of the handshake, and v2 of SaslAuthenticate since Kafka 2.2; kbroker serves both.
 
 The SCRAM functions (``salted_password``, ``hmac_digest``, ``hash_digest``) are shared with the
-broker's side (kbroker/scram_credentials.py derives stored keys with them).
+broker's side (kbroker/security/scram_credentials.py derives stored keys with them).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import sys
 import click
 
 from kbroker.console.server import DEFAULT_LISTENER, parse_listener, start_console
-from kbroker.tasks import new_event_loop
+from kbroker.runtime.tasks import new_event_loop
 
 
 @click.command("console", help="Serve the web console for a Kafka-compatible cluster (any broker "

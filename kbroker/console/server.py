@@ -1,6 +1,6 @@
 """The console's aiohttp application and how it is run.
 
-* Inside a broker: ``kbroker.console.listener=http://HOST:PORT`` makes kbroker/broker.py call
+* Inside a broker: ``kbroker.console.listener=http://HOST:PORT`` makes kbroker/app/broker.py call
   :func:`start_console` once the broker listens; the console then talks to that broker's
   own listener through the Kafka protocol, on the broker's loop.
 * Standalone: ``kbroker console --bootstrap-server host:port [--listen http://127.0.0.1:9080]``

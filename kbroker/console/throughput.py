@@ -14,7 +14,7 @@ import time
 from collections import deque
 
 from kbroker.console.client import LATEST, ConsoleClient
-from kbroker.tasks import cancel_and_wait, task_name
+from kbroker.runtime.tasks import cancel_and_wait, task_name
 
 log = logging.getLogger("kbroker.console")
 

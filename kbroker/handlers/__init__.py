@@ -1,5 +1,18 @@
-"""Request handlers, one module per API family; importing this package registers them all
-in kbroker.registry.REGISTRY (from which ApiVersions answers)."""
+"""handlers: one module per API family; importing this package registers them all in
+kbroker.server.registry.REGISTRY (from which ApiVersions answers).
+
+Theory of operation: a handler is a function of a ``RequestContext`` and a decoded request
+that returns the response, an awaitable of it, ``NO_RESPONSE`` (acks=0) or
+``CloseConnection``.  It reaches the broker only through ``ctx.services``, the narrow
+ports of kbroker/server/services.py: never the partition store, the server or ZooKeeper
+(pyproject.toml, "Handlers see ports"), so a handler holds no single-node-vs-cluster
+branch; each mode is an implementation of the ports.  Per-API policy that is not one API's
+own lives here too: authorization (``authorize`` and the ``*_authz`` modules, which wrap
+the admin, group and metadata APIs as Kafka's KafkaApis checks them), the answers of a
+refused request (``authz_responses``), DescribeConfigs entries (``config_describe``), the
+Fetch side of KIP-227 sessions (``fetch_session_reads``), and holding cluster-describing
+requests until the metadata is known (``metadata_readiness``).
+"""
 
 from kbroker.handlers import (  # noqa: F401
     acls_admin,
@@ -29,9 +42,9 @@ from kbroker.handlers import (  # noqa: F401
 )
 
 # Last, once every handler is registered: the authorization checks of the admin, transaction
-# and inter-broker APIs wrap their handlers (kbroker/admin_authz.py; a no-op per request
+# and inter-broker APIs wrap their handlers (kbroker/handlers/admin_authz.py; a no-op per request
 # without an authorizer).
 # isort: split
-from kbroker.admin_authz import install as _install_authorization  # noqa: E402
+from kbroker.handlers.admin_authz import install as _install_authorization  # noqa: E402
 
 _install_authorization()

@@ -6,11 +6,11 @@
   else CLUSTER_AUTHORIZATION_FAILED (everywhere the response has an error code).
 * v0 has no pattern type: LITERAL.  DescribeAcls answers the matching bindings grouped by
   resource pattern; a filter with UNKNOWN elements is INVALID_REQUEST.  CreateAcls refuses
-  invalid bindings one by one (kbroker/acl.py ``binding_invalid_reason``) and stores the
+  invalid bindings one by one (wire/acl.py ``binding_invalid_reason``) and stores the
   rest; DeleteAcls answers, per filter, every binding it removed.  Both answer once the
   change is durable (the log-dir file written, or ZooKeeper).
 
-Ports (kbroker/services.py): ``authorizer`` (whether one is configured, and the cluster
+Ports (kbroker/server/services.py): ``authorizer`` (whether one is configured, and the cluster
 checks), ``acls`` (the bindings).
 """
 
@@ -18,7 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from kbroker.acl import (
+from kbroker.configs.json_file import answer_when_stored
+from kbroker.handlers.authorize import authorize_cluster
+from kbroker.security.authorizer import NO_AUTHORIZER
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from wire.acl import (
     ALTER,
     DESCRIBE,
     AccessControlEntry,
@@ -26,11 +31,6 @@ from kbroker.acl import (
     AclBindingFilter,
     ResourcePattern,
 )
-from kbroker.authorize import authorize_cluster
-from kbroker.authorizer import NO_AUTHORIZER
-from kbroker.json_file import answer_when_stored
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
     CreateAclsRequest,

@@ -4,20 +4,20 @@
   api keys) when they don't match ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``, and
   librdkafka then retries with v0.
 * An unknown (newer) version gets UNSUPPORTED_VERSION in the v0 layout listing every key
-  (KIP-511); kbroker/connection.py answers it (kbroker/registry.py).
+  (KIP-511); kbroker/server/connection.py answers it (kbroker/server/registry.py).
 * The response header is always v0 (wire/headers.py).
 * No features are advertised: advertising e.g. ``transaction.version`` would switch
   Java clients onto KIP-890 paths we do not serve.
 
-Ports (kbroker/services.py): none (the registry and the request only).
+Ports (kbroker/server/services.py): none (the registry and the request only).
 """
 
 from __future__ import annotations
 
 import re
 
-from kbroker.registry import REGISTRY, api_version_entries
-from kbroker.request_context import RequestContext
+from kbroker.server.registry import REGISTRY, api_version_entries
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import ApiVersionsRequest, ApiVersionsResponse
 

@@ -1,4 +1,4 @@
-"""DescribeClientQuotas (48) and AlterClientQuotas (49), v0-1, over kbroker/quotas.py.
+"""DescribeClientQuotas (48) and AlterClientQuotas (49), v0-1, over kbroker/security/quotas.py.
 
 * Describe needs DescribeConfigs on the cluster, Alter AlterConfigs on the cluster, else
   CLUSTER_AUTHORIZATION_FAILED (top level / per entry).
@@ -11,9 +11,9 @@
   controller_mutation_rate); unknown keys, non-positive values and a byte rate that is not a
   whole number are INVALID_REQUEST for that entry; ``validate_only`` changes nothing.
   Answered once the change is durable (cluster mode: also written to ZooKeeper and announced
-  to every broker, kbroker/zk_config_admin.py).
+  to every broker, kbroker/zk/zk_config_admin.py).
 
-Ports (kbroker/services.py): ``quotas`` (describe), ``config_admin`` (alter), ``authorizer``.
+Ports (kbroker/server/services.py): ``quotas`` (describe), ``config_admin`` (alter), ``authorizer``.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from concurrent.futures import Future
 
-from kbroker.acl import ALTER_CONFIGS, DESCRIBE_CONFIGS
-from kbroker.authorize import authorize_cluster
-from kbroker.json_file import answer_when_stored
-from kbroker.quotas import CLIENT_ID, DEFAULT, FETCH, PRODUCE, QUOTA_KEYS, USER, Entity
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.configs.json_file import answer_when_stored
+from kbroker.handlers.authorize import authorize_cluster
+from kbroker.security.quotas import CLIENT_ID, DEFAULT, FETCH, PRODUCE, QUOTA_KEYS, USER, Entity
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from wire.acl import ALTER_CONFIGS, DESCRIBE_CONFIGS
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AlterClientQuotasRequest,

@@ -13,7 +13,7 @@ absolute path), listing every topic it holds with those of its partitions that w
 requested (all when ``topics`` is null): size in bytes, offset lag 0 (only future
 replicas lag), is_future_key false; v4 adds the filesystem's total and usable bytes.
 
-Ports (kbroker/services.py): ``metadata``, ``catalog``, ``config``.
+Ports (kbroker/server/services.py): ``metadata``, ``catalog``, ``config``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from __future__ import annotations
 import os
 
 from kbroker.handlers.metadata import CLUSTER_OPERATIONS, INT_MIN
-from kbroker.metadata_readiness import held_until_metadata_known
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.handlers.metadata_readiness import held_until_metadata_known
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
     DescribeClusterRequest,

@@ -18,12 +18,12 @@ AlterConfigs replaces the whole set of a resource's overrides (names not sent ar
 removed); IncrementalAlterConfigs applies SET (0), DELETE (1), APPEND (2), SUBTRACT (3)
 to the current set, APPEND/SUBTRACT starting from the current effective value.
 ``validate_only`` checks everything and changes nothing.  Changes take effect at once on
-every affected log and persist across restarts (kbroker/topic_configs.py,
-kbroker/dynamic_broker_configs.py).  In cluster mode ZooKeeper holds both kinds and every
+every affected log and persist across restarts (kbroker/configs/topic_configs.py,
+kbroker/configs/dynamic_broker_configs.py).  In cluster mode ZooKeeper holds both kinds and every
 broker follows its notifications; the named resources are re-read from it first and the
-answer waits for the znode writes (kbroker/zk_config_admin.py).
+answer waits for the znode writes (kbroker/zk/zk_config_admin.py).
 
-Ports (kbroker/services.py): ``config_admin``, ``config``, ``node_id``.
+Ports (kbroker/server/services.py): ``config_admin``, ``config``, ``node_id``.
 """
 
 from __future__ import annotations
@@ -34,18 +34,18 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from kbroker.config import KEYS, ConfigError
-from kbroker.config_describe import (
+from kbroker.configs.config import KEYS, ConfigError
+from kbroker.configs.json_file import answer_when_stored
+from kbroker.configs.topic_configs import TopicConfigStore
+from kbroker.handlers.config_describe import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
     describe,
     to_config_string,
     topic_config_type,
 )
-from kbroker.json_file import answer_when_stored
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.topic_configs import TopicConfigStore
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from log.config import DEFAULTS as TOPIC_DEFAULTS
 from wire.error_codes import ErrorCode
 from wire.messages import (

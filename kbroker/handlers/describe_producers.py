@@ -11,19 +11,19 @@ state: epoch, last sequence, last batch's max timestamp, the coordinator epoch o
 marker and the first offset of its open transaction (-1: none), in producer id order
 (Kafka's map order is not defined; the admin client does not depend on it).
 
-Ports (kbroker/services.py): ``metadata`` (which topics and partitions the cluster has),
+Ports (kbroker/server/services.py): ``metadata`` (which topics and partitions the cluster has),
 ``catalog`` (the partitions hosted here), ``authorizer``.
 """
 
 from __future__ import annotations
 
-from kbroker.acl import READ, TOPIC
-from kbroker.authorize import authorize
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.topic_names import invalid_reason
+from kbroker.handlers.authorize import authorize
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from wire.acl import READ, TOPIC
 from wire.error_codes import ErrorCode
 from wire.messages import DescribeProducersRequest, DescribeProducersResponse
+from wire.topic_names import invalid_reason
 
 E = ErrorCode
 TopicResponse = DescribeProducersResponse.TopicResponse

@@ -1,9 +1,9 @@
 """DescribeTopicPartitions (key 75, KIP-966), v0, as Kafka 3.9's
 ``DescribeTopicPartitionsRequestHandler`` with ``KRaftMetadataCache
 .getTopicMetadataForDescribeTopicResponse`` answers it, over the same ``MetadataView`` as
-Metadata (kbroker/metadata_view.py).
+Metadata (kbroker/metadata/metadata_view.py).
 
-Ports (kbroker/services.py): ``metadata``.
+Ports (kbroker/server/services.py): ``metadata``.
 
 Why both modes serve it: in Kafka only KRaft brokers do (the schema's listeners are
 ``["broker"]``; a ZooKeeper-mode KafkaApis throws INVALID_REQUEST and does not advertise
@@ -40,13 +40,13 @@ available, answering what a KRaft broker answers for the same partition state.
 from __future__ import annotations
 
 from kbroker.handlers.metadata import TOPIC_OPERATIONS
-from kbroker.metadata_readiness import held_until_metadata_known
-from kbroker.metadata_view import MetadataView, TopicView
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.topic_names import invalid_reason, is_internal
+from kbroker.handlers.metadata_readiness import held_until_metadata_known
+from kbroker.metadata.metadata_view import MetadataView, TopicView
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import ZERO_UUID, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from wire.topic_names import invalid_reason, is_internal
 
 # Kafka's max.request.partition.size.limit default (ServerConfigs): the cap on
 # ResponsePartitionLimit, whatever the request asks.

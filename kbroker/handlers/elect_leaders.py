@@ -24,15 +24,15 @@ Per-partition messages follow Kafka's ``ApiError``: an error built from a code a
 carries that code's default message (ELECTION_NOT_NEEDED), NONE / NOT_CONTROLLER /
 REQUEST_TIMED_OUT carry null.
 
-Ports (kbroker/services.py): ``controller`` (kbroker/local_controller.py on a single node,
-kbroker/zk_controller.py in ZooKeeper mode).
+Ports (kbroker/server/services.py): ``controller`` (kbroker/replica/local_controller.py on a single node,
+kbroker/zk/zk_controller.py in ZooKeeper mode).
 """
 
 from __future__ import annotations
 
 from cluster.controller import ElectionOutcome, ElectionType
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import ElectLeadersRequest, ElectLeadersResponse
 

@@ -1,14 +1,14 @@
 """Fetch (key 1), v4-17, with KIP-227 fetch sessions.
 
 * Topic ids (v13+, KIP-516): a request names each topic by id; each is resolved once per
-  topic to its name (kbroker/topic_ids.py, a dict look-up) before anything is read.  An
+  topic to its name (kbroker/replica/topic_ids.py, a dict look-up) before anything is read.  An
   id this broker does not know answers UNKNOWN_TOPIC_ID for each of its partitions; a
   partition whose log holds another id INCONSISTENT_TOPIC_ID (Kafka's readFromLog check).
   The answer names topics by id.  v15 carries the replica id in ``replica_state``
   (KIP-903); v16 adds nothing used here (KIP-951's leader hints are optional tags); v17's
   replica directory id (KIP-853) is ignored.
 
-* Fetch sessions (KIP-227, kbroker/fetch_session.py and fetch_session_reads.py, as Kafka's
+* Fetch sessions (KIP-227, kbroker/replica/fetch_session.py and fetch_session_reads.py, as Kafka's
   FetchManager): (0, -1) sessionless; (0, 0) a full fetch whose answer carries a new
   session id (0 when the cache has no room); (id, n > 0) incremental: the session's
   partitions are read (only those whose offsets may have moved) and answered only where
@@ -36,7 +36,7 @@
   rejects null.
 * Waiting (Kafka's DelayedFetch): fewer than min_bytes found, the Fetch parks until an
   append to one of its partitions, its max_wait_ms, or a later request read on the same
-  connection (kbroker/fetch_waiters.py), whichever comes first; it then answers what there
+  connection (kbroker/replica/fetch_waiters.py), whichever comes first; it then answers what there
   is.  The last one is kbroker's: Kafka reads nothing more from a connection while its
   Fetch is parked, so answers leave in the same order; kbroker reads on, and a pipelined
   request (a starting consumer's ListOffsets) would otherwise wait out max_wait_ms.
@@ -55,7 +55,7 @@
     ListOffsets, which stays leader-only).  v4-10 consumer fetches to a follower stay
     NOT_LEADER_OR_FOLLOWER.  A follower never names a preferred replica.
   - sent to the leader with a non-empty ``rack_id`` and ``replica.selector.class`` set, the
-    leader asks kbroker/replica_selector.py (findPreferredReadReplica +
+    leader asks kbroker/replica/replica_selector.py (findPreferredReadReplica +
     RackAwareReplicaSelector); when that names a follower the partition answers no records,
     ``preferred_read_replica`` = that broker and the leader's HW / LSO / log start offset
     (after the epoch checks), and the request answers at once (Kafka's fetchMessages
@@ -75,7 +75,7 @@
   sends the one before; a follower takes min(HW, its LEO) either way, one round-trip sooner
   here).
 * Waiting: with fewer than min_bytes and max_wait_ms > 0 the request parks until an
-  append to one of its partitions or the timeout (kbroker/fetch_waiters.py); only this
+  append to one of its partitions or the timeout (kbroker/replica/fetch_waiters.py); only this
   connection's later responses wait behind it.
 """
 
@@ -85,16 +85,16 @@ import logging
 import time
 from typing import Any
 
-from kbroker import fetch_session_reads
-from kbroker.acl import CLUSTER_ACTION, READ, TOPIC
-from kbroker.authorize import authorize, authorize_cluster
-from kbroker.fetch_session_reads import IncrementalFetch, PlainFetch
-from kbroker.metrics import TOPIC_STATS
-from kbroker.partition import Partition
-from kbroker.registry import REGISTRY
-from kbroker.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica
-from kbroker.request_context import RequestContext
+from kbroker.handlers import fetch_session_reads
+from kbroker.handlers.authorize import authorize, authorize_cluster
+from kbroker.handlers.fetch_session_reads import IncrementalFetch, PlainFetch
+from kbroker.metrics.counters import TOPIC_STATS
+from kbroker.replica.partition import Partition
+from kbroker.replica.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from log.errors import LogError
+from wire.acl import CLUSTER_ACTION, READ, TOPIC
 from wire.error_codes import ErrorCode
 from wire.messages import FetchRequest, FetchResponse
 
@@ -319,7 +319,7 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
 
 def _counted(ctx: RequestContext, req: FetchRequest, resp: FetchResponse) -> FetchResponse:
     """The response that goes out adds its record bytes to BytesOut (consumers) or
-    ReplicationBytesOut (followers) of each topic (kbroker/metrics.py)."""
+    ReplicationBytesOut (followers) of each topic (kbroker/metrics/counters.py)."""
     by_follower = (req.replica_id if ctx.api_version < 15 else req.replica_state.replica_id) >= 0
     for topic in resp.responses:
         size = 0
@@ -360,12 +360,12 @@ def handle_fetch(ctx: RequestContext, req: FetchRequest) -> Any:
         name_for_id = ctx.services.metadata.name_for_id
         for topic in req.topics:
             topic.topic = name_for_id(topic.topic_id) or ""
-    # KIP-227 (kbroker/fetch_session_reads.py): what to read, and what of it to answer
+    # KIP-227 (kbroker/handlers/fetch_session_reads.py): what to read, and what of it to answer
     session = fetch_session_reads.begin(ctx, req)
     if type(session) is FetchResponse:   # a session error
         return session
     resp, total, errors = _read_all(ctx, session.read_request())
     if total >= _min_bytes(req) or errors or req.max_wait_ms <= 0 or session.empty:
         return _counted(ctx, req, session.answer(resp))
-    ctx.took_effect()   # a parked Fetch changes nothing more: later requests go on (kbroker/connection.py)
+    ctx.took_effect()   # a parked Fetch changes nothing more: later requests go on (kbroker/server/connection.py)
     return _wait_then_read(ctx, req, time.monotonic() + req.max_wait_ms / 1000.0, session)

@@ -1,8 +1,8 @@
-"""The classic consumer-group APIs, adapted to ``groups.GroupCoordinator`` (kbroker/group_service.py).
+"""The classic consumer-group APIs, adapted to ``groups.GroupCoordinator`` (kbroker/coordinators/group_service.py).
 
-Ports (kbroker/services.py): ``groups`` (the coordinator, and the store of its writes),
+Ports (kbroker/server/services.py): ``groups`` (the coordinator, and the store of its writes),
 ``coordinators`` (FindCoordinator), ``metadata`` (OffsetCommit: does the cluster have the
-partition), ``authorizer`` (kbroker/group_authz.py).
+partition), ``authorizer`` (kbroker/handlers/group_authz.py).
 
 FindCoordinator 0-4 (v4+ batched keys): key type 0 a group, 1 a transactional id, each
 located by the ``coordinators`` port (a single node coordinates everything; in ZooKeeper
@@ -27,11 +27,11 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kbroker import group_authz
-from kbroker.acl import READ
-from kbroker.metadata_readiness import held_until_metadata_known
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.handlers import group_authz
+from kbroker.handlers.metadata_readiness import held_until_metadata_known
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from wire.acl import READ
 from wire.error_codes import ErrorCode
 from wire.messages import (
     DescribeGroupsRequest,
@@ -184,7 +184,7 @@ def _register_passthrough(api_key: int, min_version: int, max_version: int, meth
 
     def handle(ctx: RequestContext, req: Any) -> Any:
         svc = ctx.services.groups
-        if ctx.services.authorizer.configured:   # kbroker/group_authz.py
+        if ctx.services.authorizer.configured:   # kbroker/handlers/group_authz.py
             return group_authz.authorized_call(ctx, req, lambda r: svc.answer(
                 getattr(svc.coordinator, method)(r, ctx.api_version)))
         return svc.answer(getattr(svc.coordinator, method)(req, ctx.api_version))

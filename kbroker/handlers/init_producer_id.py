@@ -1,6 +1,6 @@
 """InitProducerId (key 22), v0-4.
 
-Ports (kbroker/services.py): ``producer_ids`` (idempotent producers), ``txns`` (with a
+Ports (kbroker/server/services.py): ``producer_ids`` (idempotent producers), ``txns`` (with a
 transactional id).
 
 Non-transactional producers (transactional_id null) always get a fresh producer id with
@@ -11,7 +11,7 @@ the next block is being claimed the answer is COORDINATOR_LOAD_IN_PROGRESS, whic
 retry (Kafka 3.x's RPCProducerIdManager).
 
 With a transactional id the transaction coordinator answers (txn/coordinator.py via
-kbroker/txn_service.py): epoch bump and fencing of the previous producer, the abort of
+kbroker/coordinators/txn_service.py): epoch bump and fencing of the previous producer, the abort of
 its ongoing transaction first (answered CONCURRENT_TRANSACTIONS meanwhile), KIP-360
 recovery with the request's producer id/epoch (v3+), INVALID_TRANSACTION_TIMEOUT above
 ``transaction.max.timeout.ms``.  Versions below 4 get INVALID_PRODUCER_EPOCH where Kafka
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbroker.producer_ids import ProducerIdsNotReady
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.coordinators.producer_ids import ProducerIdsNotReady
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import InitProducerIdRequest, InitProducerIdResponse
 

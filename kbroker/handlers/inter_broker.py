@@ -10,15 +10,15 @@ everyone; Kafka 4 removed them (KAFKA-14552), no stock client sends them, and ad
 them would only invite clients to probe; so kbroker keeps them off the client-facing list.
 
 Authorization and fencing (a registered broker, the controller and broker epochs) are the
-port's: kbroker/zk_inter_broker.py.
+port's: kbroker/zk/zk_inter_broker.py.
 
-Ports (kbroker/services.py): ``inter_broker``.
+Ports (kbroker/server/services.py): ``inter_broker``.
 """
 
 from __future__ import annotations
 
-from kbroker.registry import INTER_BROKER
-from kbroker.request_context import RequestContext
+from kbroker.server.registry import INTER_BROKER
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AlterPartitionRequest,

@@ -15,17 +15,17 @@ its leader epoch (a new leader whose HW has not caught up yet, KIP-207: offsets 
 never go backwards across a failover), and a timestamp lookup only finds offsets below the
 HW (below the LSO for read_committed, Kafka's ``lastFetchableOffset``).  A follower asking (``replica_id`` >= 0) gets the LEO for "latest", without those checks.
 
-Ports (kbroker/services.py): ``catalog``, ``replicas``, ``authorizer``.
+Ports (kbroker/server/services.py): ``catalog``, ``replicas``, ``authorizer``.
 """
 
 from __future__ import annotations
 
-from kbroker.acl import DESCRIBE, TOPIC
-from kbroker.authorize import authorize
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.handlers.authorize import authorize
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from log.errors import LogError
 from log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from wire.acl import DESCRIBE, TOPIC
 from wire.error_codes import ErrorCode
 from wire.messages import ListOffsetsRequest, ListOffsetsResponse
 

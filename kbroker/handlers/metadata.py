@@ -1,7 +1,7 @@
 """Metadata (key 3), v0-12, one code path for both modes over a ``MetadataView``
-(kbroker/metadata_view.py: this broker alone, or the cluster metadata cache).
+(kbroker/metadata/metadata_view.py: this broker alone, or the cluster metadata cache).
 
-Ports (kbroker/services.py): ``metadata``, ``topic_admin`` (auto-creation), ``config``,
+Ports (kbroker/server/services.py): ``metadata``, ``topic_admin`` (auto-creation), ``config``,
 ``authorizer``.
 
 * Topics: v0 ``[]`` = all topics; v1+ ``null`` = all, ``[]`` = none (brokers only); a name
@@ -15,14 +15,14 @@ Ports (kbroker/services.py): ``metadata``, ``topic_admin`` (auto-creation), ``co
   the request does (v4+ ``allow_auto_topic_creation``; v1-3 always); internal topics never
   are; illegal names answer INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION.
   The ``TopicAdmin`` creates them and says what each answers meanwhile.  Single node
-  (kbroker/local_topic_admin.py): the answer waits for the creation with ``num.partitions``
+  (kbroker/replica/local_topic_admin.py): the answer waits for the creation with ``num.partitions``
   (its logs open off the event loop), so it already describes the new topic (Kafka answers
   LEADER_NOT_AVAILABLE first and the client asks again; every client handles both, this
   saves a round trip); a topic another request is creating, or whose deletion has not
-  finished, answers UNKNOWN_TOPIC_OR_PARTITION.  Cluster mode (kbroker/zk_topic_admin.py):
+  finished, answers UNKNOWN_TOPIC_OR_PARTITION.  Cluster mode (kbroker/zk/zk_topic_admin.py):
   znodes written, LEADER_NOT_AVAILABLE until leaders are elected.
 * Single node: this broker is every partition's leader, replica and ISR, controller_id =
-  node id (admin clients wait while it is -1), its topic ids (kbroker/topic_ids.py),
+  node id (admin clients wait while it is -1), its topic ids (kbroker/replica/topic_ids.py),
   v12+ lookups by topic id (unknown: UNKNOWN_TOPIC_ID, null name), ``is_internal`` for
   ``__consumer_offsets``.  Cluster mode: the cache's brokers, controller and topic ids.
 * Authorized operations (v8+): without an authorizer every operation is allowed.
@@ -34,16 +34,16 @@ import inspect
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
-from kbroker.acl import DESCRIBE, TOPIC
-from kbroker.authorize import authorize
-from kbroker.metadata_authz import cluster_operations, topic_access, topic_operations
-from kbroker.metadata_readiness import held_until_metadata_known
-from kbroker.metadata_view import MetadataView, PartitionView, TopicView
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.topic_names import invalid_reason, is_internal
+from kbroker.handlers.authorize import authorize
+from kbroker.handlers.metadata_authz import cluster_operations, topic_access, topic_operations
+from kbroker.handlers.metadata_readiness import held_until_metadata_known
+from kbroker.metadata.metadata_view import MetadataView, PartitionView, TopicView
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from wire.acl import DESCRIBE, TOPIC
 from wire.error_codes import ErrorCode
 from wire.messages import ZERO_UUID, MetadataRequest, MetadataResponse
+from wire.topic_names import invalid_reason, is_internal
 
 INT_MIN = -(1 << 31)
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
@@ -84,7 +84,7 @@ def metadata_topic(view: MetadataView, topic: TopicView, topic_ops: int, version
 
 def _topic_entry(view: MetadataView, name: str, topic_ops: int, version: int) -> T | None:
     """``metadata_topic`` for topic ``name`` (None: no such topic), its partitions' entries
-    cached in the view while the topic does not change (kbroker/metadata_view.py: built
+    cached in the view while the topic does not change (kbroker/metadata/metadata_view.py: built
     once, not per request, for a topic of 10,000 partitions); only v0 answers differ."""
     kind = ("metadata", version == 0)
     cached = view.cached(name, kind)
@@ -191,7 +191,7 @@ def _invalid_request(req: MetadataRequest) -> MetadataResponse:
 
 
 @REGISTRY.register(3, 0, 12)
-@held_until_metadata_known   # a restarted broker: not "no brokers" (kbroker/metadata_readiness.py)
+@held_until_metadata_known   # a restarted broker: not "no brokers" (kbroker/handlers/metadata_readiness.py)
 def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | Awaitable[MetadataResponse]:
     if 10 <= ctx.api_version < 12 and req.topics and any(t.name is None or t.topic_id != ZERO_UUID
                                                          for t in req.topics):
@@ -202,7 +202,7 @@ def handle_metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
         return _response_by_ids(ctx, view, req)
     names = _requested_names(view, req, ctx.api_version)
     to_create = _to_create(ctx, view, req, names)
-    denied: dict[str, int] = {}   # authorizer: TOPIC_AUTHORIZATION_FAILED (kbroker/metadata_authz.py)
+    denied: dict[str, int] = {}   # authorizer: TOPIC_AUTHORIZATION_FAILED (kbroker/handlers/metadata_authz.py)
     if services.authorizer.configured:
         all_topics = req.topics is None or (ctx.api_version == 0 and not req.topics)
         names, denied = topic_access(ctx, names, to_create, all_topics)

@@ -14,13 +14,13 @@ Cluster mode: only the leader answers (Kafka's ``lastOffsetForLeaderEpoch`` with
 NOT_LEADER_OR_FOLLOWER; one it holds as a follower is checked against the current leader
 epoch first (FENCED / UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER.
 
-Ports (kbroker/services.py): ``catalog``, ``replicas``.
+Ports (kbroker/server/services.py): ``catalog``, ``replicas``.
 """
 
 from __future__ import annotations
 
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 

@@ -1,11 +1,11 @@
 """CreatePartitions (key 37) v0-3 and DeleteRecords (key 21) v0-2.
 
-Ports (kbroker/services.py): ``topic_admin``, ``catalog``, ``replicas``.
+Ports (kbroker/server/services.py): ``topic_admin``, ``catalog``, ``replicas``.
 
 CreatePartitions is answered whole by the broker's ``TopicAdmin``: a single node grows its
 own topic with Kafka's controller's checks and messages, the new logs opening off the event
-loop (kbroker/local_topic_admin.py); in ZooKeeper mode the controller rewrites the topic
-znode and the answer waits for the new partitions' leaders (kbroker/zk_topic_admin.py).
+loop (kbroker/replica/local_topic_admin.py); in ZooKeeper mode the controller rewrites the topic
+znode and the answer waits for the new partitions' leaders (kbroker/zk/zk_topic_admin.py).
 
 DeleteRecords, per partition (Kafka's ReplicaManager.deleteRecords): an unknown partition
 UNKNOWN_TOPIC_OR_PARTITION; an internal topic INVALID_TOPIC_EXCEPTION; a topic without
@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.topic_names import is_internal
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from log.errors import LogError
 from wire.error_codes import ErrorCode
 from wire.messages import (
@@ -33,6 +32,7 @@ from wire.messages import (
     DeleteRecordsRequest,
     DeleteRecordsResponse,
 )
+from wire.topic_names import is_internal
 
 
 @REGISTRY.register(37, 0, 3)

@@ -21,37 +21,37 @@ closed instead (after the responses of earlier requests on it), so that the clie
 and refreshes its metadata (KafkaApis.handleProduceRequest's ``closeConnection``; a
 whole-request failure closes too, as ProduceRequest.getErrorResponse is null for acks=0).
 
-Cluster mode (kbroker/replica_manager.py): only the leader appends (else
+Cluster mode (kbroker/replica/replica_manager.py): only the leader appends (else
 NOT_LEADER_OR_FOLLOWER).  acks=1 answers after the leader's append.  acks=-1: refused with
 NOT_ENOUGH_REPLICAS, nothing written, while the ISR is below min(min.insync.replicas,
-replication factor) (kbroker/partition.py); otherwise appended, then the request parks in
-the produce purgatory (kbroker/delayed_produce.py) until every appended partition's HW
+replication factor) (kbroker/replica/partition.py); otherwise appended, then the request parks in
+the produce purgatory (kbroker/replica/delayed_produce.py) until every appended partition's HW
 reaches its last offset + 1: NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
 below min ISR meanwhile, NOT_LEADER_OR_FOLLOWER when leadership moved, REQUEST_TIMED_OUT at
 the request's ``timeout_ms`` (Kafka's ``DelayedProduce``).  A partition that failed answers
 at once with its error, as in Kafka.
 
-Ports (kbroker/services.py): ``catalog``, ``replicas``, ``txns``, ``authorizer``.
+Ports (kbroker/server/services.py): ``catalog``, ``replicas``, ``txns``, ``authorizer``.
 """
 
 from __future__ import annotations
 
 import struct
 
-from kbroker.acl import TOPIC, TRANSACTIONAL_ID, WRITE
-from kbroker.authorize import authorize
-from kbroker.metrics import TOPIC_STATS
-from kbroker.registry import NO_RESPONSE, REGISTRY, CloseConnection
-from kbroker.request_context import RequestContext
-from kbroker.services import Replicas
-from kbroker.topic_names import is_internal
+from kbroker.handlers.authorize import authorize
+from kbroker.metrics.counters import TOPIC_STATS
+from kbroker.server.registry import NO_RESPONSE, REGISTRY, CloseConnection
+from kbroker.server.request_context import RequestContext
+from kbroker.server.services import Replicas
 from log.errors import LogError
+from wire.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from wire.batch_header import COMPRESSION_MASK, HEADER_SIZE
 from wire.compression import Compression
 from wire.error_codes import ErrorCode
 from wire.errors import CorruptRecordError
 from wire.messages import ProduceRequest, ProduceResponse
 from wire.record_batch import LOG_OVERHEAD, MAGIC_V2, RecordBatch
+from wire.topic_names import is_internal
 
 _I32 = struct.Struct(">i")
 _ZSTD = int(Compression.ZSTD)   # a plain int: comparing with the IntEnum member costs more
@@ -181,7 +181,7 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
             if internal:
                 partitions.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION))
                 continue
-            if transactional_id is not None:   # KIP-890 part 1 (kbroker/txn_service.py)
+            if transactional_id is not None:   # KIP-890 part 1 (kbroker/coordinators/txn_service.py)
                 code = services.txns.verify_produce(transactional_id, name, pd.index,
                                                  partition, pd.records)  # type: ignore[arg-type]
                 if code:

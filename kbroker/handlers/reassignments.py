@@ -13,13 +13,13 @@ is already in place (NONE), any other names brokers that are not alive
 (NO_REASSIGNMENT_IN_PROGRESS), an unknown partition is UNKNOWN_TOPIC_OR_PARTITION, and the
 list is always empty.
 
-Ports (kbroker/services.py): ``controller`` (kbroker/local_controller.py, kbroker/zk_controller.py).
+Ports (kbroker/server/services.py): ``controller`` (kbroker/replica/local_controller.py, kbroker/zk/zk_controller.py).
 """
 
 from __future__ import annotations
 
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AlterPartitionReassignmentsRequest,

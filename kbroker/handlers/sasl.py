@@ -1,17 +1,17 @@
 """SaslHandshake (17) v0-1 and SaslAuthenticate (36) v0-2 outside authentication.
 
-While a SASL listener's connection authenticates, kbroker/sasl_authenticator.py answers these
+While a SASL listener's connection authenticates, kbroker/server/sasl_authenticator.py answers these
 itself.  What reaches the registry is what Kafka's KafkaApis gets: the request on a connection
 that needs no SASL (PLAINTEXT/SSL) or is already authenticated without re-authentication:
 ILLEGAL_SASL_STATE.
 
-Ports (kbroker/services.py): none.
+Ports (kbroker/server/services.py): none.
 """
 
 from __future__ import annotations
 
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from wire.error_codes import ErrorCode
 from wire.messages import (
     SaslAuthenticateRequest,

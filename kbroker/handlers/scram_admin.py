@@ -4,20 +4,18 @@ As Kafka (ZkAdminManager): describing no users (null or empty list) lists every 
 has a credential; a user named twice is DUPLICATE_RESOURCE, an unknown one RESOURCE_NOT_FOUND.
 Alter validates each user's whole set of changes first (unknown mechanism, iteration bounds
 4096..16384, empty name, the same user twice, deleting what does not exist) and applies the
-valid users' changes; the answer waits until they are stored (kbroker/scram_credentials.py;
-in cluster mode also the users' znodes in ZooKeeper, kbroker/zk_config_admin.py).
+valid users' changes; the answer waits until they are stored (kbroker/security/scram_credentials.py;
+in cluster mode also the users' znodes in ZooKeeper, kbroker/zk/zk_config_admin.py).
 
-Ports (kbroker/services.py): ``scram`` (the credentials), ``config_admin`` (their changes).
+Ports (kbroker/server/services.py): ``scram`` (the credentials), ``config_admin`` (their changes).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kbroker.json_file import answer_when_stored
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.scram_credentials import (
+from kbroker.configs.json_file import answer_when_stored
+from kbroker.security.scram_credentials import (
     MAX_ITERATIONS,
     MECHANISM_BY_ID,
     MECHANISMS,
@@ -25,7 +23,9 @@ from kbroker.scram_credentials import (
     ScramCredential,
     credential_from_salted,
 )
-from kbroker.services import ScramCredentials
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from kbroker.server.services import ScramCredentials
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AlterUserScramCredentialsRequest,

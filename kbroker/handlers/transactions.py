@@ -1,9 +1,9 @@
-"""The transaction coordinator's APIs (txn/coordinator.py through kbroker/txn_service.py):
+"""The transaction coordinator's APIs (txn/coordinator.py through kbroker/coordinators/txn_service.py):
 AddPartitionsToTxn (24) 0-3 (v4 for brokers only), AddOffsetsToTxn (25) 0-3, EndTxn (26) 0-3,
 DescribeTransactions (65) 0, ListTransactions (66) 0-1.  FindCoordinator key type 1 is
 kbroker/handlers/groups.py's, through the ``coordinators`` port.
 
-Ports (kbroker/services.py): ``txns`` (the coordinator), ``groups`` (AddOffsetsToTxn: the
+Ports (kbroker/server/services.py): ``txns`` (the coordinator), ``groups`` (AddOffsetsToTxn: the
 group's ``__consumer_offsets`` partition), ``metadata`` (AddPartitionsToTxn: does the
 cluster have the partition).
 
@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbroker.registry import INTER_BROKER, REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.topic_names import GROUP_METADATA_TOPIC
+from kbroker.server.registry import INTER_BROKER, REGISTRY
+from kbroker.server.request_context import RequestContext
 from txn.states import TxnState
 from wire.error_codes import ErrorCode
 from wire.messages import (
@@ -39,6 +38,7 @@ from wire.messages import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
+from wire.topic_names import GROUP_METADATA_TOPIC
 
 E = ErrorCode
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -87,7 +87,7 @@ def handle_add_partitions_to_txn(ctx: RequestContext, req: AddPartitionsToTxnReq
 async def handle_add_partitions_to_txn_batched(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Any:
     """v4: several transactions, from brokers (cluster mode only, not advertised: a client
     does not send it, and kafka-python would infer a 3.6 broker from it); ``verify_only``
-    checks without adding (KIP-890 part 1, kbroker/txn_verification.py)."""
+    checks without adding (KIP-890 part 1, kbroker/coordinators/txn_verification.py)."""
     svc = ctx.services.txns
     results = []
     for txn in req.transactions:

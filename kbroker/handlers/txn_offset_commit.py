@@ -4,7 +4,7 @@ and ``GroupCoordinatorService.commitTransactionalOffsets``.
 
 Order of checks (KafkaApis): Write on the transactional id, else every partition
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED; Read on the group, else GROUP_AUTHORIZATION_FAILED
-(both by the wrapper of kbroker/admin_authz.py, only with an authorizer); then here, per
+(both by the wrapper of kbroker/handlers/admin_authz.py, only with an authorizer); then here, per
 topic, Read (TOPIC_AUTHORIZATION_FAILED, with an authorizer) and existence
 (UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or partition); the rest goes to the group
 coordinator (groups/coordinator.py ``txn_offset_commit``), whose offsets stay pending until
@@ -22,7 +22,7 @@ verification, mapped as the group coordinator maps append errors), INVALID_TXN_S
 v4 (KIP-890 part 2's TRANSACTION_ABORTABLE) is not offered: transaction version 2 is not
 served (kbroker/handlers/transactions.py).
 
-Ports (kbroker/services.py): ``groups`` (the group coordinator), ``txns`` (the
+Ports (kbroker/server/services.py): ``groups`` (the group coordinator), ``txns`` (the
 verification), ``metadata`` (does the cluster have the partition), ``catalog`` (the group's
 ``__consumer_offsets`` partition here), ``authorizer``.
 """
@@ -32,16 +32,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kbroker.acl import READ, TOPIC
-from kbroker.authorize import authorize
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.topic_names import GROUP_METADATA_TOPIC
+from kbroker.handlers.authorize import authorize
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from wire.acl import READ, TOPIC
 from wire.error_codes import ErrorCode
 from wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from wire.topic_names import GROUP_METADATA_TOPIC
 
 if TYPE_CHECKING:
-    from kbroker.services import Services
+    from kbroker.server.services import Services
 
 log = logging.getLogger("kbroker.groups")
 

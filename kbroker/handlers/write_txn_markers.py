@@ -8,14 +8,14 @@ log/control_batch.py) with origin COORDINATOR, which completes the producer's op
 transaction there: the LSO moves on and an abort is indexed in the segment's ``.txnindex``.
 As Kafka (acks=-1), a partition is answered once the ISR has its marker
 (``replicas.wait_for_acks``, up to ``request.timeout.ms``: cluster mode's produce purgatory,
-kbroker/delayed_produce.py; at once on a single node).
+kbroker/replica/delayed_produce.py; at once on a single node).
 
 Per partition: UNKNOWN_TOPIC_OR_PARTITION when this broker hosts no such partition (Kafka's
 ``getMagic`` is empty), NOT_LEADER_OR_FOLLOWER when it does not lead it, the log's error
 from the append (INVALID_PRODUCER_EPOCH for a marker of an older epoch,
 TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch, NOT_ENOUGH_REPLICAS ...),
 or the purgatory's (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND). The whole request
-needs ClusterAction on the cluster: kbroker/admin_authz.py wraps the registered handler.
+needs ClusterAction on the cluster: kbroker/handlers/admin_authz.py wraps the registered handler.
 
 Markers of ``__consumer_offsets`` partitions: once a marker is written,
 ``groups.complete_txn_offsets(producer_id, producer_epoch, commit, partitions)``
@@ -23,10 +23,10 @@ makes the transaction's pending offsets visible or drops them (Kafka's
 ``groupCoordinator.onTransactionCompleted``).
 
 ``write_txn_markers(services, request)`` is the core, called directly by the coordinator's
-marker sender (kbroker/txn_marker_sender.py; kbroker/wiring.py hands it over) when the leader
+marker sender (kbroker/coordinators/txn_marker_sender.py; kbroker/app/wiring.py hands it over) when the leader
 is this broker itself; the registered handler is a thin wrapper around it.
 
-Ports (kbroker/services.py): ``catalog`` (the partitions), ``replicas`` (leadership, the
+Ports (kbroker/server/services.py): ``catalog`` (the partitions), ``replicas`` (leadership, the
 acks=all wait), ``groups`` (the pending transactional offsets), ``clock`` (the marker's
 timestamp), ``config`` (``request.timeout.ms``).
 """
@@ -36,17 +36,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.topic_names import GROUP_METADATA_TOPIC
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
 from log.control_batch import marker_batch
 from log.errors import LogError
 from log.producer_state import AppendOrigin
 from wire.error_codes import ErrorCode
 from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from wire.topic_names import GROUP_METADATA_TOPIC
 
 if TYPE_CHECKING:
-    from kbroker.services import Services
+    from kbroker.server.services import Services
 
 __all__ = ["write_txn_markers"]
 

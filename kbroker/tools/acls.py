@@ -31,9 +31,9 @@ from collections.abc import Iterable
 
 import click
 
-from kbroker import acl
 from kbroker.tools.client import Client, ToolError, error_name
 from kbroker.tools.common import connect, connection_options, fail
+from wire import acl
 from wire.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 # Kafka's enum constant names (what toString prints), by wire code

@@ -16,7 +16,7 @@ from typing import TypeVar
 from kazoo.client import KazooClient
 
 from cluster import znodes
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.zookeeper_process import ZooKeeperProcess
 from tests.compat.broker_process import BrokerProcess, free_port
 from wire.messages import MetadataRequest
@@ -87,7 +87,7 @@ class Cluster:
 
         A broker answers from its metadata cache, which the controller fills with an
         UpdateMetadata after the broker registers (in Kafka too): until then its Metadata
-        is held (kbroker/metadata_readiness.py, at most 25 s: longer than this probe's 12 s,
+        is held (kbroker/handlers/metadata_readiness.py, at most 25 s: longer than this probe's 12 s,
         which then fails and is asked again).  A test that talks to a broker just
         (re)started waits for this first, as a client would have to."""
         registered = self.registered()

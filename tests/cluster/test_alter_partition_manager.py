@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from kbroker.alter_partition_manager import AlterPartitionManager, CommittedIsr
+from kbroker.replica.alter_partition_manager import AlterPartitionManager, CommittedIsr
 from wire import codec
 from wire.error_codes import ErrorCode
 from wire.messages import AlterPartitionRequest, AlterPartitionResponse

@@ -12,7 +12,7 @@ from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster import znodes
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from wire.error_codes import ErrorCode
 from wire.messages import AlterPartitionRequest, ApiVersionsRequest, MetadataRequest

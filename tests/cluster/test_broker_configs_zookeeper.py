@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
     ConfigSource,
 )
 
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic
 from wire.messages import IncrementalAlterConfigsRequest

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 
 from cluster import znodes
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.cluster.test_cluster_processes import admin, create_topic, leaders
 from wire.error_codes import ErrorCode

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from cluster import znodes
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
 from tests.compat.broker_process import ROOT, BrokerProcess, free_port
 from tests.compat.java_admin import java_client_classpath

@@ -1,4 +1,4 @@
-"""The controller's writes applied to a real ZooKeeper (through kbroker.zk_client) leave
+"""The controller's writes applied to a real ZooKeeper (through kbroker.zk.zk_client) leave
 exactly the znodes - bytes and versions - they leave in the in-memory fake."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from cluster.controller import (
 )
 from cluster.controller.zk_io import execute, read_brokers, read_cluster, read_topics
 from cluster.fake_store import FakeZooKeeper
-from kbroker.zk_client import ZkClient
+from kbroker.zk.zk_client import ZkClient
 
 DEADLINE_S = 60.0
 

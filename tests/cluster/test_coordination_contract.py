@@ -1,5 +1,5 @@
 """One behaviour suite for the coordination port, run against the in-memory fake and a real
-ZooKeeper (through kbroker.zk_client), so the fake is held to ZooKeeper's semantics."""
+ZooKeeper (through kbroker.zk.zk_client), so the fake is held to ZooKeeper's semantics."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from cluster.coordination import (
     WatchEvent,
 )
 from cluster.fake_store import FakeZooKeeper
-from kbroker.zk_client import ZkClient
+from kbroker.zk.zk_client import ZkClient
 
 DEADLINE_S = 60.0
 _ids = itertools.count()

@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kbroker.broker_channel import send_once
-from kbroker.replica_selector import RACK_AWARE_SELECTOR
+from kbroker.interbroker.broker_channel import send_once
+from kbroker.replica.replica_selector import RACK_AWARE_SELECTOR
 from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.compat.broker_process import BrokerProcess
 from wire.error_codes import ErrorCode

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from kbroker.metadata_cache import MetadataCache
+from kbroker.metadata.metadata_cache import MetadataCache
 from wire.messages import UpdateMetadataRequest
 
 _Topic = UpdateMetadataRequest.UpdateMetadataTopicState  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ import pytest
 
 from cluster import znodes
 from cluster.fake_store import FakeZooKeeper
-from kbroker.producer_ids import BLOCK_SIZE, ProducerIdsNotReady, ZkProducerIdManager
+from kbroker.coordinators.producer_ids import BLOCK_SIZE, ProducerIdsNotReady, ZkProducerIdManager
 
 
 async def _settle(manager: ZkProducerIdManager) -> None:

@@ -30,7 +30,7 @@ import threading
 import pytest
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, Producer, TopicPartition
 
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic, leaders
 from wire.java_hash import partition_for
@@ -269,7 +269,7 @@ def test_an_idempotent_producer_with_five_single_record_requests_in_flight_write
     the next ones are appended meanwhile, in order (their answers still leave in order).
     No error; every record once, in order, at the offset of its delivery report.
 
-    The one wait kbroker lets later requests pass (``took_effect``, kbroker/connection.py):
+    The one wait kbroker lets later requests pass (``took_effect``, kbroker/server/connection.py):
     this guards that exception to the order of effects.  It passes before the fix too
     (42e5585 appended a non-transactional Produce before anything awaited): an idempotent
     producer's connection carries no request that waits before taking effect."""

@@ -1,7 +1,7 @@
 """A broker killed and started again at once (its old ZooKeeper session still holding its
 /brokers/ids znode for seconds) never tells a client that the cluster has no brokers: from
 the moment its listener accepts connections, every Metadata it answers lists the cluster's
-brokers (kbroker/metadata_readiness.py).  librdkafka takes a Metadata answer as the whole
+brokers (kbroker/handlers/metadata_readiness.py).  librdkafka takes a Metadata answer as the whole
 broker list and forgets every broker missing from it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from wire.messages import MetadataRequest
 

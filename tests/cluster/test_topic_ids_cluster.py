@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster import znodes
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from log.partition_metadata_file import (
     PartitionMetadataError,
     PartitionMetadataFile,

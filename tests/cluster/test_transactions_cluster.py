@@ -19,7 +19,7 @@ import asyncio
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.compat.eos_run import EosWorker, check_exactly_once, produce_input
 from wire.messages import FindCoordinatorRequest

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic
 from tests.compat.broker_process import BrokerProcess

@@ -1,4 +1,4 @@
-"""kbroker.zk_client against a real ZooKeeper: broker registration, start-up failures and
+"""kbroker.zk.zk_client against a real ZooKeeper: broker registration, start-up failures and
 reconnection after a ZooKeeper restart."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from cluster import znodes
 from cluster.coordination import NodeExistsError, SessionState
-from kbroker.zk_client import ZkClient, ZkConnectionTimeoutError
+from kbroker.zk.zk_client import ZkClient, ZkConnectionTimeoutError
 from tests.cluster.zookeeper_process import ROOT, ZooKeeperProcess, free_port
 
 
@@ -61,7 +61,7 @@ def test_a_restarted_broker_waits_out_its_killed_predecessors_registration(zooke
     # lives on until ZooKeeper expires it (2 s here), and only then is the id free again.
     code = (
         "import asyncio, sys\n"
-        "from kbroker.zk_client import ZkClient\n"
+        "from kbroker.zk.zk_client import ZkClient\n"
         "from tests.cluster.test_zk_client import registration\n"
         "async def main():\n"
         f"    c = ZkClient({zookeeper.connect_string!r}, session_timeout_ms=2000, connection_timeout_ms=30000)\n"

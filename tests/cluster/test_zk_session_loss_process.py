@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from kbroker.broker_channel import send_once
+from kbroker.interbroker.broker_channel import send_once
 from tests.cluster.cluster_processes import Cluster, wait_until
 from wire.error_codes import ErrorCode
 from wire.messages import CreateTopicsRequest

@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from kbroker.free_ports import free_port as free_port
+from kbroker.testing.free_ports import free_port as free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 JARS = ROOT / "zookeeper" / "jars"
@@ -71,7 +71,7 @@ class ZooKeeperProcess:
         return cfg
 
     def start(self, timeout_s: float = 60.0) -> ZooKeeperProcess:
-        """Start and wait until serving.  A port chosen here (kbroker/free_ports.py) that
+        """Start and wait until serving.  A port chosen here (kbroker/testing/free_ports.py) that
         another process took before ZooKeeper bound it (it exits with "Address already in
         use") is chosen again, a few times at most, on the first start only."""
         for _ in range(4):

@@ -1,7 +1,7 @@
 """A real kbroker process for compat tests: started with ``python -m kbroker serve``,
 talked to over TCP on 127.0.0.1, stopped by SIGTERM or killed with SIGKILL.
 
-The port is chosen once (kbroker/free_ports.py: at random outside the kernel's ephemeral
+The port is chosen once (kbroker/testing/free_ports.py: at random outside the kernel's ephemeral
 range, so no outgoing connection takes it meanwhile) and kept across restarts, so clients
 bootstrapped before a restart find the broker again.  The broker's own log line
 "started ... listening on HOST:PORT" is what tells us it is up.  If another process took a
@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kbroker.free_ports import bind_conflict, handed_out
-from kbroker.free_ports import free_port as free_port
+from kbroker.testing.free_ports import bind_conflict, handed_out
+from kbroker.testing.free_ports import free_port as free_port
 
 _LISTENING = re.compile(r"started \(kbroker id=\d+\) listening on ([^\s:]+):(\d+)")
 # log/log_manager.py's LogManager.cleanup_logs, at DEBUG
@@ -177,7 +177,7 @@ class BrokerProcess:
             rc = self.proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             # a broker that does not finish shutting down: its task and thread stacks into
-            # the output (kbroker/stack_dump.py) for the failure report, then kill -9
+            # the output (kbroker/app/stack_dump.py) for the failure report, then kill -9
             self.proc.send_signal(signal.SIGUSR1)
             try:
                 rc = self.proc.wait(3)

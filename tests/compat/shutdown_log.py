@@ -3,7 +3,7 @@
 A clean shutdown logs no ERROR and no traceback; in particular none of what asyncio prints
 when a task outlives the event loop: "Task was destroyed but it is pending!" (logged at
 ERROR by asyncio), then "RuntimeError: Event loop is closed" when the destroyed coroutine
-is closed and calls into the loop.  kbroker's own last-resort sweep (kbroker/tasks.py,
+is closed and calls into the loop.  kbroker's own last-resort sweep (kbroker/runtime/tasks.py,
 ``finish_loop``) names any task a component forgot to end in a WARNING ("still running
 after the shutdown"), and a component whose task would not end says "did not stop": both
 are bugs too.  And the broker says it shut down cleanly.

@@ -121,7 +121,7 @@ def test_the_answers_before_a_failed_acks_0_produce_are_sent_and_the_requests_af
 
 def test_a_large_fetch_sent_with_sendfile_before_a_failed_acks_0_produce_arrives_whole_before_the_close(shared):
     """The Fetch answer's records (7 batches, about 6 MB: more than a socket buffer holds, so
-    the broker waits for the client to read) leave by sendfile (kbroker/connection.py's raw
+    the broker waits for the client to read) leave by sendfile (kbroker/server/connection.py's raw
     mode): the close comes only after they have all been written."""
     batches = [build_batch([(None, bytes([(n + i) % 251]) * 9_000, [], 1_700_000_000_000 + i) for i in range(100)])
                for n in range(7)]

@@ -1,4 +1,4 @@
-"""The test brokers' ports (tests/compat/broker_process.py, kbroker/free_ports.py): a port
+"""The test brokers' ports (tests/compat/broker_process.py, kbroker/testing/free_ports.py): a port
 taken by someone else between its choice and the broker's bind does not fail the start
 (seen once in CI as "broker did not start"); the broker starts again on a new port, or,
 on a restart, on its own port once it is free again."""
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kbroker.free_ports import bind_conflict, free_port
+from kbroker.testing.free_ports import bind_conflict, free_port
 from tests.compat.broker_process import BrokerProcess
 from tests.compat.test_bad_input import Raw, metadata_request
 from wire.messages import MetadataResponse

@@ -1,4 +1,4 @@
-"""The broker process compacts in worker processes of its own (kbroker/cleaner_processes.py):
+"""The broker process compacts in worker processes of its own (kbroker/app/cleaner_processes.py):
 a kill -9 of the worker costs at most that cleaning, a new worker finishes the job and the
 consumers see exactly the compacted topic; a clean stop ends the workers with the broker."""
 

@@ -8,7 +8,7 @@ carry the error.
 
 No request from outside makes a kbroker handler raise (a crash is a bug, and the known ones
 are fixed), so the broker is started with the test seam KBROKER_TEST_FAIL_API (see
-kbroker/registry.py): the handlers of the listed API keys raise.  Everything else is real:
+kbroker/server/registry.py): the handlers of the listed API keys raise.  Everything else is real:
 the broker process, its connection code, the error-response builder and the clients.
 """
 

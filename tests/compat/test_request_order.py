@@ -7,8 +7,8 @@ way, so clients rely on order: an asynchronous commit followed by ``committed()`
 same connection must see that commit, and an idempotent or transactional producer with
 five requests in flight must see its batches appended in the order it sent them.  On a
 single node the waits that let a later request overtake an earlier one are short, so the
-broker is started with two test seams (kbroker/group_service.py,
-kbroker/txn_verification.py): ``__consumer_offsets`` appends whose outcome comes back
+broker is started with two test seams (kbroker/coordinators/group_service.py,
+kbroker/coordinators/txn_verification.py): ``__consumer_offsets`` appends whose outcome comes back
 after 0, 1/2 or 1 times a delay, out of append order as replication's do; and a
 transaction's first Produce to a partition that waits for its verification as if its
 coordinator were on another broker, while the later ones do not.  Everything else is the

@@ -1,4 +1,4 @@
-"""A kill -9 while a clean shutdown is closing many partitions (kbroker/log_shutdown.py runs
+"""A kill -9 while a clean shutdown is closing many partitions (kbroker/app/log_shutdown.py runs
 the closes off the event loop, batch by batch) loses nothing acknowledged: the
 clean-shutdown marker is written only after every log is closed and checkpointed, so a
 broker cut before that recovers at its next start, and every record whose acks=all
@@ -74,7 +74,7 @@ def test_a_kill_9_while_the_shutdown_closes_two_thousand_partitions_restarts_wit
         acked = _produce(b.bootstrap)
         assert len(acked) == PARTITIONS * RECORDS
         b.proc.send_signal(signal.SIGTERM)
-        # kbroker/log_shutdown.py's line; __consumer_offsets is not there (no group ran)
+        # kbroker/app/log_shutdown.py's line; __consumer_offsets is not there (no group ran)
         assert b.wait_for_output(lambda lines: any(f"closing {PARTITIONS} log(s)" in line for line in lines),
                                  DEADLINE_S)
         b.kill()

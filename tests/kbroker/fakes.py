@@ -1,4 +1,4 @@
-"""Fakes of the ports handlers reach the broker through (kbroker/services.py).
+"""Fakes of the ports handlers reach the broker through (kbroker/server/services.py).
 
 ``services(**ports)`` builds a ``Services`` whose every port is a null object or an empty
 stand-in unless the test names it: a handler test passes only the ports its handler uses,
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbroker.authorizer import ALLOW_ALL
-from kbroker.config import BrokerConfig
-from kbroker.local_replicas import LocalReplicas
-from kbroker.request_context import RequestContext
-from kbroker.services import Services
+from kbroker.configs.config import BrokerConfig
+from kbroker.replica.local_replicas import LocalReplicas
+from kbroker.security.authorizer import ALLOW_ALL
+from kbroker.server.request_context import RequestContext
+from kbroker.server.services import Services
 
 
 class Missing:

@@ -11,7 +11,19 @@ import os
 
 import pytest
 
-from kbroker.acl import (
+from kbroker.configs.config import BrokerConfig, ConfigError
+from kbroker.handlers.acls_admin import handle_create_acls, handle_delete_acls, handle_describe_acls
+from kbroker.security.acl_store import FILE_NAME, AclFileStore, change_notification
+from kbroker.security.authorizer import (
+    NO_ACLS,
+    AclAuthorizer,
+    build_authorizer,
+    client_host,
+    parse_super_users,
+)
+from kbroker.server.request_context import RequestContext
+from tests.kbroker.fakes import context, services
+from wire.acl import (
     ALL,
     ALLOW,
     ALTER,
@@ -38,18 +50,6 @@ from kbroker.acl import (
     AclBindingFilter,
     ResourcePattern,
 )
-from kbroker.acl_store import FILE_NAME, AclFileStore, change_notification
-from kbroker.authorizer import (
-    NO_ACLS,
-    AclAuthorizer,
-    build_authorizer,
-    client_host,
-    parse_super_users,
-)
-from kbroker.config import BrokerConfig, ConfigError
-from kbroker.handlers.acls_admin import handle_create_acls, handle_delete_acls, handle_describe_acls
-from kbroker.request_context import RequestContext
-from tests.kbroker.fakes import context, services
 from wire.error_codes import ErrorCode
 from wire.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 

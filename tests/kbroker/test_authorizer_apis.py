@@ -9,8 +9,13 @@ import inspect
 
 import pytest
 
-import kbroker.connection  # noqa: F401  (registers every handler and the checks)
-from kbroker.acl import (
+import kbroker.server.connection  # noqa: F401  (registers every handler and the checks)
+from kbroker.app.wiring import build_services
+from kbroker.configs.config import BrokerConfig
+from kbroker.replica.broker_state import BrokerState
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from wire.acl import (
     ALLOW,
     ALTER_CONFIGS,
     CLUSTER,
@@ -26,11 +31,6 @@ from kbroker.acl import (
     AclBinding,
     ResourcePattern,
 )
-from kbroker.broker_state import BrokerState
-from kbroker.config import BrokerConfig
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.wiring import build_services
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AddPartitionsToTxnRequest,
@@ -199,7 +199,7 @@ def test_without_an_authorizer_every_api_answers_as_before(tmp_path):
 
 
 def test_group_apis_check_the_group_per_entry(state):
-    from kbroker.acl import GROUP
+    from wire.acl import GROUP
     from wire.messages import (
         DeleteGroupsRequest,
         DescribeGroupsRequest,
@@ -230,7 +230,7 @@ def test_group_apis_check_the_group_per_entry(state):
 
 
 def test_find_coordinator_answers_refused_transactional_ids_after_the_located_ones(state):
-    from kbroker.acl import TRANSACTIONAL_ID
+    from wire.acl import TRANSACTIONAL_ID
     from wire.messages import FindCoordinatorRequest
 
     grant(state, (TRANSACTIONAL_ID, "ok", LITERAL, DESCRIBE, ALLOW))

@@ -11,10 +11,10 @@ import json
 from types import SimpleNamespace
 
 from kbroker.handlers.client_quotas import handle_alter_client_quotas, handle_describe_client_quotas
-from kbroker.quotas import DEFAULT, FETCH, FILE_NAME, PRODUCE, QuotaManager, Rate
-from kbroker.registry import REGISTRY
-from kbroker.request_context import RequestContext
-from kbroker.server_state import ServerState
+from kbroker.security.quotas import DEFAULT, FETCH, FILE_NAME, PRODUCE, QuotaManager, Rate
+from kbroker.server.registry import REGISTRY
+from kbroker.server.request_context import RequestContext
+from kbroker.server.server_state import ServerState
 from tests.kbroker.fakes import context, services
 from wire.error_codes import ErrorCode
 from wire.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
@@ -154,9 +154,9 @@ def test_a_client_over_its_request_quota_gets_throttle_time_ms_and_is_not_read_m
     import struct
     import time as _time
 
-    from kbroker.connection import KafkaConnection
-    from kbroker.quotas import REQUEST
-    from kbroker.registry import ApiEntry
+    from kbroker.security.quotas import REQUEST
+    from kbroker.server.connection import KafkaConnection
+    from kbroker.server.registry import ApiEntry
     from wire.headers import decode_response, encode_request
     from wire.messages import DescribeGroupsRequest, DescribeGroupsResponse
 
@@ -226,7 +226,7 @@ def test_a_client_over_its_request_quota_gets_throttle_time_ms_and_is_not_read_m
 
 
 def test_apply_quotas_counts_produce_and_consumer_fetch_record_bytes_and_exempts_followers(tmp_path):
-    from kbroker.quotas import apply_quotas
+    from kbroker.security.quotas import apply_quotas
     from wire.messages import FetchRequest, FetchResponse, ProduceRequest, ProduceResponse
 
     clock = Clock()

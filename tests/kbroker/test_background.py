@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from kbroker.background import BackgroundWorker
+from kbroker.app.background import BackgroundWorker
 
 
 def test_the_background_worker_keeps_running_after_a_pass_raises_and_stops_when_asked() -> None:

@@ -1,6 +1,6 @@
-"""Dynamic broker configs through ZooKeeper (the change by kbroker/zk_config_admin.py,
-kbroker/broker_config_sync.py and the /config/changes listener of
-kbroker/topic_config_sync.py) over the in-memory ZooKeeper: which notifications a broker
+"""Dynamic broker configs through ZooKeeper (the change by kbroker/zk/zk_config_admin.py,
+kbroker/zk/broker_config_sync.py and the /config/changes listener of
+kbroker/zk/topic_config_sync.py) over the in-memory ZooKeeper: which notifications a broker
 applies, what it reads at start-up, the znodes' JSON, and the purge of notifications older
 than 15 minutes."""
 
@@ -13,11 +13,11 @@ import pytest
 
 from cluster import znodes
 from cluster.fake_store import FakeZooKeeper
-from kbroker.broker_state import BrokerState
-from kbroker.config import BrokerConfig
-from kbroker.metadata_cache import MetadataCache
-from kbroker.topic_config_sync import CHANGE_EXPIRATION_MS, ConfigChangeListener
-from kbroker.zk_config_admin import ZkConfigAdmin
+from kbroker.configs.config import BrokerConfig
+from kbroker.metadata.metadata_cache import MetadataCache
+from kbroker.replica.broker_state import BrokerState
+from kbroker.zk.topic_config_sync import CHANGE_EXPIRATION_MS, ConfigChangeListener
+from kbroker.zk.zk_config_admin import ZkConfigAdmin
 
 DEFAULT_MAX = 1048588  # Kafka's message.max.bytes default
 

@@ -1,6 +1,6 @@
 """The log cleaner's worker processes: prepare runs in another process, commit stays here.
 
-The workers are real processes (kbroker/cleaner_processes.py).  Where a test needs a worker caught
+The workers are real processes (kbroker/app/cleaner_processes.py).  Where a test needs a worker caught
 in the middle of writing its ``.cleaned`` segments, the worker's per-chunk hook
 (``stop_once_writing``) makes it SIGSTOP itself once a ``.cleaned`` log file exists, and the
 test waits for the stopped state (an event, not a delay) before killing or resuming it.
@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import pytest
 
-from kbroker.cleaner_processes import CleanerProcesses, CleanerWorker, CleanerWorkerError
+from kbroker.app.cleaner_processes import CleanerProcesses, CleanerWorker, CleanerWorkerError
 from log.cleaner import LogCleaningAbortedError
 from log.config import CleanerConfig
 from log.log_cleaner import JobState, LogCleaner

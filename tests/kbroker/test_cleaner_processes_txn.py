@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from kbroker.cleaner_processes import CleanerWorker
+from kbroker.app.cleaner_processes import CleanerWorker
 from log.config import CleanerConfig
 from log.log_cleaner import LogCleaner
 from tests.log.helpers import COMPACT, keyed, open_log

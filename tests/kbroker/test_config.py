@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbroker.config import BrokerConfig, ConfigError, load_config
-from kbroker.properties import parse_properties
+from kbroker.configs.config import BrokerConfig, ConfigError, load_config
+from kbroker.configs.properties import parse_properties
 
 
 def test_with_no_file_the_broker_listens_on_localhost_9092_with_data_in_dot_data():

@@ -3,7 +3,7 @@ written off the event loop: while a write is held up, the broker answers other r
 request that changed the config is answered only once its file is written, and the writes of
 one file land in the order they were made.
 
-The write seam is ``kbroker.json_file._write_text_atomically``: the test replaces it with one
+The write seam is ``kbroker.configs.json_file._write_text_atomically``: the test replaces it with one
 that blocks on an Event it sets only after seeing the broker answer meanwhile, so the outcome
 does not depend on how busy the machine is."""
 
@@ -15,11 +15,11 @@ import threading
 
 import pytest
 
-import kbroker.json_file as json_file
+import kbroker.configs.json_file as json_file
 from kbroker import Broker
 from kbroker.client import Connection
-from kbroker.producer_ids import BLOCK_SIZE, ProducerIdManager
-from kbroker.topic_configs import TopicConfigStore
+from kbroker.configs.topic_configs import TopicConfigStore
+from kbroker.coordinators.producer_ids import BLOCK_SIZE, ProducerIdManager
 from log.config import LogConfig
 from wire.messages import (
     ApiVersionsRequest,

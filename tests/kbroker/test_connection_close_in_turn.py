@@ -1,4 +1,4 @@
-"""kbroker.connection: a handler that answers ``CloseConnection`` (a failed acks=0 Produce,
+"""kbroker.server.connection: a handler that answers ``CloseConnection`` (a failed acks=0 Produce,
 Kafka's requestChannel.closeConnection) closes the connection in its turn: the responses
 of the requests before it still leave, in order; the requests after it are neither
 dispatched nor answered."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kbroker.registry import REGISTRY, ApiEntry, CloseConnection
+from kbroker.server.registry import REGISTRY, ApiEntry, CloseConnection
 from tests.kbroker.test_connection_handler_errors import (
     DESCRIBE_GROUPS,
     api_versions,

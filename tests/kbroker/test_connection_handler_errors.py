@@ -1,4 +1,4 @@
-"""kbroker.connection: a handler that raises, at once or in its awaitable, or answers
+"""kbroker.server.connection: a handler that raises, at once or in its awaitable, or answers
 something that does not encode, gets UNKNOWN_SERVER_ERROR in its API's layout in its
 turn, the traceback is logged once, and the connection answers the next request."""
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import kbroker.handlers  # noqa: F401  (registers every API)
-from kbroker.connection import KafkaConnection
-from kbroker.registry import REGISTRY, ApiEntry
-from kbroker.server_state import ServerState
+from kbroker.server.connection import KafkaConnection
+from kbroker.server.registry import REGISTRY, ApiEntry
+from kbroker.server.server_state import ServerState
 from tests.kbroker.fakes import services
 from wire.error_codes import ErrorCode
 from wire.headers import decode_response, encode_request

@@ -1,4 +1,4 @@
-"""kbroker.connection: a connection's requests take effect in the order they were sent.
+"""kbroker.server.connection: a connection's requests take effect in the order they were sent.
 
 A handler that answers later (an awaitable) holds the requests sent after it on its
 connection until it is done, as Kafka's processor mutes a channel until its response is on
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kbroker.registry import REGISTRY, ApiEntry
+from kbroker.server.registry import REGISTRY, ApiEntry
 from tests.kbroker.test_connection_handler_errors import (
     DESCRIBE_GROUPS,
     api_versions,

@@ -1,10 +1,10 @@
-"""kbroker/delayed_produce.py: acks=all produces parked until their partitions settle."""
+"""kbroker/replica/delayed_produce.py: acks=all produces parked until their partitions settle."""
 
 from __future__ import annotations
 
 import asyncio
 
-from kbroker.delayed_produce import DelayedProduces
+from kbroker.replica.delayed_produce import DelayedProduces
 from wire.error_codes import ErrorCode
 
 A, B = ("t", 0), ("t", 1)

@@ -11,10 +11,10 @@ import pytest
 from cluster.election import LeaderAndIsr
 from cluster.metadata_image import BrokerInfo, MetadataImage, PartitionInfo, TopicInfo
 from cluster.znodes import EndPoint
-from kbroker.error_responses import error_response
 from kbroker.handlers.describe_topic_partitions import TOPIC_OPERATIONS, describe_topic_partitions
-from kbroker.metadata_cache import MetadataCache
-from kbroker.metadata_view import ClusterView, PartitionView, TopicView
+from kbroker.metadata.metadata_cache import MetadataCache
+from kbroker.metadata.metadata_view import ClusterView, PartitionView, TopicView
+from kbroker.server.error_responses import error_response
 from wire.codec import decode, encode
 from wire.error_codes import ErrorCode
 from wire.messages import ZERO_UUID, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse

@@ -1,4 +1,4 @@
-"""kbroker.error_responses: the answer to a request whose handler raised, for every API and
+"""kbroker.server.error_responses: the answer to a request whose handler raised, for every API and
 every version the broker serves, against Kafka's AbstractRequest.getErrorResponse."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import kbroker.handlers  # noqa: F401  (registers every API)
-from kbroker.error_responses import CLOSE, LAYOUTS, UNKNOWN_SERVER_ERROR_TEXT, error_response
-from kbroker.registry import REGISTRY
+from kbroker.server.error_responses import CLOSE, LAYOUTS, UNKNOWN_SERVER_ERROR_TEXT, error_response
+from kbroker.server.registry import REGISTRY
 from wire.codec import decode, encode
 from wire.error_codes import ErrorCode
 from wire.messages import (

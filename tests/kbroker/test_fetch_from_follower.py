@@ -1,7 +1,7 @@
 """Fetch from follower (KIP-392) without processes: the rack-aware selector
-(kbroker/replica_selector.py), the Fetch handler's leader and follower paths
+(kbroker/replica/replica_selector.py), the Fetch handler's leader and follower paths
 (kbroker/handlers/fetch.py) over real partitions, reads between the HW and the LEO
-(kbroker/partition.py) and the replica.selector.class config."""
+(kbroker/replica/partition.py) and the replica.selector.class config."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 
 from cluster.partition_state import PartitionState
-from kbroker.config import BrokerConfig, ConfigError
+from kbroker.configs.config import BrokerConfig, ConfigError
 from kbroker.handlers.fetch import _read_all
-from kbroker.metadata_view import BrokerView
-from kbroker.replica_selector import (
+from kbroker.metadata.metadata_view import BrokerView
+from kbroker.replica.replica_selector import (
     RACK_AWARE_SELECTOR,
     ReplicaView,
     preferred_read_replica,

@@ -1,4 +1,4 @@
-"""kbroker/fetch_session.py against Kafka's FetchSession / FetchSessionCacheShard /
+"""kbroker/replica/fetch_session.py against Kafka's FetchSession / FetchSessionCacheShard /
 FetchManager.newContext rules (FetchSessionTest.java's cases, in kbroker's terms)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from kbroker.fetch_session import (
+from kbroker.replica.fetch_session import (
     INT32_MAX,
     CachedPartition,
     FetchSessionCache,

@@ -1,10 +1,10 @@
-"""kbroker/fetch_session_client.py, the replica fetcher's side of KIP-227, as Kafka's
+"""kbroker/replica/fetch_session_client.py, the replica fetcher's side of KIP-227, as Kafka's
 FetchSessionHandler: full first, then only what changed, forgotten partitions, and a full
 request again after a session error or a lost request."""
 
 from __future__ import annotations
 
-from kbroker.fetch_session_client import FetchSessionHandler
+from kbroker.replica.fetch_session_client import FetchSessionHandler
 from wire.error_codes import ErrorCode
 from wire.messages import FetchRequest
 

@@ -1,12 +1,12 @@
-"""kbroker/fetch_waiters.py's parts for fetch sessions: numbered notifies (``changed_since``)
+"""kbroker/replica/fetch_waiters.py's parts for fetch sessions: numbered notifies (``changed_since``)
 and a parked fetch waiting on a container of partitions (tested at each notify)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from kbroker import fetch_waiters
-from kbroker.fetch_waiters import FetchWaiters
+from kbroker.replica import fetch_waiters
+from kbroker.replica.fetch_waiters import FetchWaiters
 
 
 def test_changed_since_names_each_partition_notified_after_a_number_once_latest_first():

@@ -1,4 +1,4 @@
-"""kbroker/gc_freeze.py: full collections freeze their survivors; a thaw reclaims frozen cycles.
+"""kbroker/app/gc_freeze.py: full collections freeze their survivors; a thaw reclaims frozen cycles.
 
 The collector's state is the whole process's: every test uninstalls (unfreezing all) in a
 ``finally``, so the rest of the test process keeps the interpreter's default behaviour."""
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kbroker.gc_freeze import GcFreeze, _freeze_after_full_collection
+from kbroker.app.gc_freeze import GcFreeze, _freeze_after_full_collection
 
 
 class Node:
@@ -114,6 +114,6 @@ def test_the_timer_thaws_every_interval(freeze: GcFreeze) -> None:
 
 
 def test_kbroker_serve_freezes_unless_kbroker_gc_freeze_enable_is_false() -> None:
-    from kbroker.config import load_config
+    from kbroker.configs.config import load_config
     assert load_config(None, [])["kbroker.gc.freeze.enable"] is True
     assert load_config(None, ["kbroker.gc.freeze.enable=false"])["kbroker.gc.freeze.enable"] is False

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import pytest
 
 from groups import partition_for
-from kbroker.group_service import GroupService
+from kbroker.coordinators.group_service import GroupService
 from kbroker.handlers.groups import handle_offset_commit
-from kbroker.local_replicas import LocalReplicas
-from kbroker.metadata_view import SingleNodeView
+from kbroker.metadata.metadata_view import SingleNodeView
+from kbroker.replica.local_replicas import LocalReplicas
 from log.clock import ManualClock
 from log.errors import RecordTooLargeError
 from tests.groups.helpers import GROUP, join_req, sync_req

@@ -1,4 +1,4 @@
-"""kbroker/internal_topic.py: the host of one internal topic, over real partitions (logs in
+"""kbroker/coordinators/internal_topic.py: the host of one internal topic, over real partitions (logs in
 ``tmp_path``), a fake broker and a tenant that records what it is asked to do."""
 
 from __future__ import annotations
@@ -11,11 +11,16 @@ from typing import Any
 
 import pytest
 
-from kbroker.catalog import TopicInfo
-from kbroker.fetch_waiters import FetchWaiters
-from kbroker.internal_topic import InternalTopic, LocalTopicHost, ZkTopicHost, open_host
-from kbroker.local_replicas import LocalReplicas
-from kbroker.partition import Partition
+from kbroker.coordinators.internal_topic import (
+    InternalTopic,
+    LocalTopicHost,
+    ZkTopicHost,
+    open_host,
+)
+from kbroker.metadata.catalog import TopicInfo
+from kbroker.replica.fetch_waiters import FetchWaiters
+from kbroker.replica.local_replicas import LocalReplicas
+from kbroker.replica.partition import Partition
 from log.clock import ManualClock
 from log.control_batch import marker_batch
 from log.errors import RecordTooLargeError

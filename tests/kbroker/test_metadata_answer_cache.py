@@ -1,4 +1,4 @@
-"""Metadata's per-topic answers are cached (kbroker/metadata_view.py) and every change of a
+"""Metadata's per-topic answers are cached (kbroker/metadata/metadata_view.py) and every change of a
 topic is in the very next answer: creation, deletion, partition count, topic id, and in
 cluster mode leader, ISR, leader epoch, replicas and a broker going away."""
 
@@ -9,13 +9,13 @@ import uuid
 import pytest
 
 import kbroker.handlers  # noqa: F401  (registers the handlers)
-from kbroker.broker_state import BrokerState
-from kbroker.config import BrokerConfig
-from kbroker.metadata_cache import MetadataCache
-from kbroker.metadata_view import ClusterMetadata
-from kbroker.registry import REGISTRY
-from kbroker.services import Services
-from kbroker.wiring import build_services
+from kbroker.app.wiring import build_services
+from kbroker.configs.config import BrokerConfig
+from kbroker.metadata.metadata_cache import MetadataCache
+from kbroker.metadata.metadata_view import ClusterMetadata
+from kbroker.replica.broker_state import BrokerState
+from kbroker.server.registry import REGISTRY
+from kbroker.server.services import Services
 from tests.kbroker.fakes import context, fixed_config, services
 from wire.error_codes import ErrorCode
 from wire.messages import DescribeTopicPartitionsRequest, MetadataRequest, UpdateMetadataRequest

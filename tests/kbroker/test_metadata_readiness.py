@@ -1,5 +1,5 @@
 """A cluster-mode broker that has not yet had the controller's first UpdateMetadata holds
-Metadata, DescribeCluster, DescribeTopicPartitions and FindCoordinator until it has (kbroker/metadata_readiness.py):
+Metadata, DescribeCluster, DescribeTopicPartitions and FindCoordinator until it has (kbroker/handlers/metadata_readiness.py):
 an answer listing no brokers makes librdkafka forget every broker it knew."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import inspect
 import uuid
 
 import kbroker.handlers  # noqa: F401  (registers the handlers)
-from kbroker import metadata_readiness
-from kbroker.metadata_cache import MetadataCache
-from kbroker.metadata_view import ClusterMetadata
-from kbroker.registry import REGISTRY
-from kbroker.services import Services
-from kbroker.zk_coordinators import ZkCoordinators
+from kbroker.handlers import metadata_readiness
+from kbroker.metadata.metadata_cache import MetadataCache
+from kbroker.metadata.metadata_view import ClusterMetadata
+from kbroker.server.registry import REGISTRY
+from kbroker.server.services import Services
+from kbroker.zk.zk_coordinators import ZkCoordinators
 from tests.kbroker.fakes import context, fixed_config, services
 from wire.messages import (
     DescribeClusterRequest,

@@ -1,4 +1,4 @@
-"""Metadata's per-topic answer over the cluster metadata view (kbroker/metadata_view.py),
+"""Metadata's per-topic answer over the cluster metadata view (kbroker/metadata/metadata_view.py),
 the one code path both modes share: Kafka's getPartitionMetadata errors and v0 filtering."""
 
 from __future__ import annotations

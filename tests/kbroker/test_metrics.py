@@ -1,4 +1,4 @@
-"""kbroker/metrics.py and kbroker/metrics_collector.py without a broker process: where a
+"""kbroker/metrics/counters.py and kbroker/app/metrics_collector.py without a broker process: where a
 latency lands in the histogram, what a scrape reports from in-memory state."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kbroker.metrics import LATENCY_BUCKETS_S, RequestStats, TopicStats
-from kbroker.metrics_collector import BrokerCollector, request_name
+from kbroker.app.metrics_collector import BrokerCollector, request_name
+from kbroker.metrics.counters import LATENCY_BUCKETS_S, RequestStats, TopicStats
 
 
 def test_a_latency_is_counted_in_the_first_bucket_whose_bound_is_not_below_it():

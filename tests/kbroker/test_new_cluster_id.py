@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from bench.harness.kafka_dist import _cluster_id
-from kbroker.broker_state import new_cluster_id
+from kbroker.replica.broker_state import new_cluster_id
 
 
 def test_new_cluster_ids_are_unpadded_url_safe_base64_and_never_start_with_a_dash():

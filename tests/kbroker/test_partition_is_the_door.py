@@ -1,4 +1,4 @@
-"""``Partition`` (kbroker/partition.py) is the one door to a partition's ``log.log.Log``: no
+"""``Partition`` (kbroker/replica/partition.py) is the one door to a partition's ``log.log.Log``: no
 other module of kbroker/ reaches the log it holds.
 
 The scan reads every module of kbroker/ but partition.py and refuses, on any receiver:
@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from kbroker.partition import Partition
+from kbroker.replica.partition import Partition
 
 KBROKER = Path(__file__).resolve().parents[2] / "kbroker"
 LOG_ATTRIBUTES = {"log", "_log"}

@@ -1,4 +1,4 @@
-"""kbroker/partition.py in cluster mode: a replicated log led here, followers' fetches moving
+"""kbroker/replica/partition.py in cluster mode: a replicated log led here, followers' fetches moving
 the HW, acks=all refused below min ISR, and a follower copying the leader's batches."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from kbroker.fetch_waiters import FetchWaiters
-from kbroker.partition import NotEnoughReplicasError, Partition
+from kbroker.replica.fetch_waiters import FetchWaiters
+from kbroker.replica.partition import NotEnoughReplicasError, Partition
 from log.clock import ManualClock
 from log.producer_state import AppendOrigin
 from log.scheduler import Scheduler

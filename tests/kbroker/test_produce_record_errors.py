@@ -6,7 +6,7 @@ import os
 from dataclasses import replace
 
 from kbroker.handlers.produce import handle_produce
-from kbroker.request_context import RequestContext
+from kbroker.server.request_context import RequestContext
 from log.clock import ManualClock
 from log.config import LogConfig
 from log.log import Log

@@ -1,4 +1,4 @@
-"""The kafka_cluster fixture (kbroker/pytest_plugin.py): a port taken by another process
+"""The kafka_cluster fixture (kbroker/testing/pytest_plugin.py): a port taken by another process
 between its choice and the bind does not fail the cluster; ZooKeeper or the broker is
 started again on a new port."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import socket
 
-from kbroker import pytest_plugin
+from kbroker.testing import pytest_plugin
 from kbroker.tools.client import Client
 from tests.requirements_helper import needs_tool
 

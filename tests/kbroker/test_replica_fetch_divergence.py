@@ -1,6 +1,6 @@
 """A follower whose log diverged from its leader's: the leader answers DivergingEpoch
 (kbroker/handlers/fetch.py) and the follower truncates to where the logs agree
-(kbroker/replica_fetcher.py), as Kafka's validateFetchOffsetAndMaybeGetDivergingEpoch and
+(kbroker/replica/replica_fetcher.py), as Kafka's validateFetchOffsetAndMaybeGetDivergingEpoch and
 getOffsetTruncationState do."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from kbroker.handlers.fetch import _read_replica_partition
-from kbroker.replica_fetcher import ReplicaFetcher, fetcher_id, java_string_hash
+from kbroker.replica.replica_fetcher import ReplicaFetcher, fetcher_id, java_string_hash
 from tests.kbroker.test_partition_replication import replicated
 from tests.log.helpers import batch
 from wire.error_codes import ErrorCode

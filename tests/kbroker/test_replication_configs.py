@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbroker.config import BrokerConfig, ConfigError
-from kbroker.topic_configs import TopicConfigStore
+from kbroker.configs.config import BrokerConfig, ConfigError
+from kbroker.configs.topic_configs import TopicConfigStore
 
 
 def test_the_replication_settings_have_kafkas_defaults():

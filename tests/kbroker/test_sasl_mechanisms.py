@@ -7,17 +7,17 @@ import base64
 
 import pytest
 
-import kbroker.sasl_scram as sasl_scram
-from kbroker.config import BrokerConfig, ConfigError
-from kbroker.listeners import build_listeners, inter_broker_listener_name, parse_jaas
-from kbroker.sasl_plain import PlainServer, SaslAuthenticationError, SaslFailure
-from kbroker.sasl_scram import ScramServer
-from kbroker.scram_credentials import (
+import kbroker.security.sasl_scram as sasl_scram
+from kbroker.configs.config import BrokerConfig, ConfigError
+from kbroker.security.listeners import build_listeners, inter_broker_listener_name, parse_jaas
+from kbroker.security.sasl_plain import PlainServer, SaslAuthenticationError, SaslFailure
+from kbroker.security.sasl_scram import ScramServer
+from kbroker.security.scram_credentials import (
     ScramCredential,
     ScramCredentialStore,
     credential_from_password,
 )
-from kbroker.tls import PrincipalMapper, rfc2253_name
+from kbroker.security.tls import PrincipalMapper, rfc2253_name
 
 # RFC 7677 section 3: user "user", password "pencil", salt, 4096 iterations and the exchange
 RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")

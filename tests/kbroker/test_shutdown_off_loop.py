@@ -1,4 +1,4 @@
-"""The broker's shutdown does its log work off the event loop (kbroker/log_shutdown.py):
+"""The broker's shutdown does its log work off the event loop (kbroker/app/log_shutdown.py):
 every log is fsynced while the listeners still answer, then closed in batches on threads,
 and the clean-shutdown marker is written only after every log is closed and the
 checkpoints are written.

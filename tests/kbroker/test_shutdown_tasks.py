@@ -2,7 +2,7 @@
 the loop closes is destroyed ("Task was destroyed but it is pending!") and its coroutine,
 closed later, calls into the closed loop ("RuntimeError: Event loop is closed").
 
-The controller's broker links (kbroker/broker_channel.py) were left so when a link was
+The controller's broker links (kbroker/interbroker/broker_channel.py) were left so when a link was
 closed just as its response arrived: Python 3.11's ``asyncio.wait_for`` returns the result
 and drops the cancellation (gh-86296), and the link's loop went back to waiting on its
 queue, for ever.  These tests reproduce that race deterministically (the fake round trip
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 
-from kbroker import inter_broker_client
-from kbroker.broker import Broker
-from kbroker.broker_channel import BrokerChannel, BrokerLink
-from kbroker.tasks import TaskSet, cancel_and_wait, finish_loop
+from kbroker.app.broker import Broker
+from kbroker.interbroker import inter_broker_client
+from kbroker.interbroker.broker_channel import BrokerChannel, BrokerLink
+from kbroker.runtime.tasks import TaskSet, cancel_and_wait, finish_loop
 from wire.messages import ApiVersionsRequest
 
 

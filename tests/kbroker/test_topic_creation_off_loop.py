@@ -1,4 +1,4 @@
-"""Creating partitions happens off the event loop (kbroker/topic_creation.py): while a big
+"""Creating partitions happens off the event loop (kbroker/replica/topic_creation.py): while a big
 CreateTopics (or a CreatePartitions, a Metadata auto-create, __consumer_offsets for a
 FindCoordinator) is opening its logs the broker keeps answering, the name is taken at once
 (a second creation of it is refused as Kafka refuses it) and the partitions become visible

@@ -1,4 +1,4 @@
-"""The marker sender (kbroker/txn_marker_sender.py) with a scripted WriteTxnMarkers broker
+"""The marker sender (kbroker/coordinators/txn_marker_sender.py) with a scripted WriteTxnMarkers broker
 side: one request per round for all the jobs of a leader, retries until every partition
 has its marker, a deleted topic counts as written, a fenced answer drops the job, and the
 coordinator logs Complete* once the last marker is in."""
@@ -9,7 +9,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from kbroker.txn_marker_sender import TxnMarkerSender
+from kbroker.coordinators.txn_marker_sender import TxnMarkerSender
 from tests.txn.helpers import Harness
 from wire.error_codes import ErrorCode as E
 from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse

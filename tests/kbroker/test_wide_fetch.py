@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from kbroker.fetch_waiters import FetchWaiters
 from kbroker.handlers.fetch import _read_all
-from kbroker.partition import Partition
+from kbroker.replica.fetch_waiters import FetchWaiters
+from kbroker.replica.partition import Partition
 from log.log import Log
 from tests.kbroker.fakes import context as fake_context
 from tests.kbroker.fakes import services

@@ -1,4 +1,4 @@
-"""Fetch sends large stored slices with sendfile (kbroker/connection.py raw mode).
+"""Fetch sends large stored slices with sendfile (kbroker/server/connection.py raw mode).
 
 An embedded broker (its loop in a thread of this process) so the tests can read the
 connection's send counters and what it holds in memory; the client is a plain socket
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import kbroker.broker
+import kbroker.app.broker
 from kbroker import Broker
-from kbroker.connection import KafkaConnection, SendStats
-from kbroker.record_sending import SENDFILE_MIN_BYTES
+from kbroker.replica.record_sending import SENDFILE_MIN_BYTES
+from kbroker.server.connection import KafkaConnection, SendStats
 from log.file_records import PinnedSlice
 from tests.kbroker.wire_client import WireClient
 from wire.headers import encode_request
@@ -105,7 +105,7 @@ def broker(request, tmp_path, monkeypatch):
     """A broker on uvloop (the default) or on asyncio's own loop (the fallback): raw mode
     watches the socket through each loop's add_writer."""
     if request.param == "asyncio":
-        monkeypatch.setattr(kbroker.broker, "new_event_loop", asyncio.new_event_loop)
+        monkeypatch.setattr(kbroker.app.broker, "new_event_loop", asyncio.new_event_loop)
     config = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path), "num.partitions": str(PARTITIONS),
               "log.segment.bytes": str(1 << 20), "log.segment.delete.delay.ms": "0"}
     with Broker.start(config) as b:

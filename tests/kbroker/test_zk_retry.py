@@ -1,4 +1,4 @@
-"""Request handlers' ZooKeeper calls through a lost connection (kbroker/zk_retry.py; issue 28).
+"""Request handlers' ZooKeeper calls through a lost connection (kbroker/runtime/zk_retry.py; issue 28).
 
 A ZooKeeper restart made the controller's CreateTopics answer UNKNOWN_SERVER_ERROR: the
 ``exists`` of its checks failed with SessionExpiredError (kazoo found the session expired on
@@ -22,10 +22,10 @@ from cluster import znodes
 from cluster.coordination import ConnectionLossError, NoNodeError, SessionExpiredError
 from cluster.fake_store import FakeZooKeeper
 from cluster.metadata_image import BrokerInfo
-from kbroker import zk_admin
-from kbroker.config_entities import publish_entity
-from kbroker.zk_retry import ZkUnavailableError, until_connected
-from kbroker.zk_topic_admin import ZkTopicAdmin
+from kbroker.runtime.zk_retry import ZkUnavailableError, until_connected
+from kbroker.zk import zk_admin
+from kbroker.zk.config_entities import publish_entity
+from kbroker.zk.zk_topic_admin import ZkTopicAdmin
 from tests.kbroker.fakes import fixed_config
 from wire.error_codes import ErrorCode
 from wire.messages import (

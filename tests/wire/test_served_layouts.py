@@ -70,7 +70,7 @@ def _kept(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 def served() -> list[tuple[str, int]]:
     import kbroker.handlers  # noqa: F401  (the handlers register themselves)
-    from kbroker.registry import INTER_BROKER, REGISTRY
+    from kbroker.server.registry import INTER_BROKER, REGISTRY
     from wire.schema import REQUESTS, RESPONSES
     out = []
     for registry in (REGISTRY, INTER_BROKER):
