@@ -118,7 +118,7 @@ $(KAFKA_JARS)/.fetched: bench/kafka/pom.xml
 bench: $(VENV)/.bench-installed kafka-jars
 	$(PY) -m bench.suites.side_by_side
 
-## bench-quick: the same with small volumes and 1 repetition (~2 min), into bench/results/quick/
+## bench-quick: the same with small volumes and 1 repetition (~2-4 min); writes bench/results/side_by_side_quick.md
 bench-quick: $(VENV)/.bench-installed kafka-jars
 	$(PY) -m bench.suites.side_by_side --quick
 

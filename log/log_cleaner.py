@@ -41,7 +41,7 @@ Threads: each step may run on any thread (one step of a job at a time, in order)
 mutations take ``Log.lock`` (a swap also ``Log.replace_lock``, taken first), segment lookups are lock-free (``LogSegments`` is copy-on-write),
 the cleaner's bookkeeping has its own lock (lock order: cleaner manager, then a log).  In
 CPython a ``prepare`` run in a thread competes for the GIL with request handling, which is
-why the broker runs it in a worker process (bench/cleaner_bench.py measures both).
+why the broker runs it in a worker process (bench/micro/cleaner.py measures both).
 
 Aborting is always safe, and so is a crash at any point (loader.py completes or undoes the
 swap), of the broker or of a worker process (it only ever writes ``.cleaned`` files).  A log

@@ -1,6 +1,7 @@
 """The side-by-side benchmark's report: statistics over repetitions, the markdown table and
 the PNG charts, all computed from the results JSON that bench/suites/side_by_side.py writes (so a
 report can be re-made without re-running: ``python -m bench.harness.report bench/results/side_by_side.json``).
+The report ends in the history table of earlier runs (bench/harness/history.py).
 
 Results JSON: ``{"machine": {...}, "settings": {...}, "figures": [figure, ...],
 "repetitions": [{"order": [...], "values": {figure_id: {"kbroker": x, "Kafka": y}},
@@ -21,6 +22,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bench.harness import history
 
 KB, KAFKA = "kbroker", "Kafka"
 BROKERS = (KB, KAFKA)
@@ -142,9 +145,38 @@ def markdown(results: dict[str, Any]) -> str:
         out += [f"- repetition {i + 1}, {fid}, {b}: {e}" for i, fid, b, e in errors]
     out += ["", "## Settings", ""]
     out += [f"- {k}: {v}" for k, v in st.items()]
-    out += ["", "Charts: [throughput.png](throughput.png), [latency.png](latency.png). "
-            "Raw values per repetition: [side_by_side.json](side_by_side.json).", ""]
+    stem = stem_of(st)
+    out += ["", f"Charts: [{stem}_throughput.png]({stem}_throughput.png), [{stem}_latency.png]({stem}_latency.png). "
+            f"Raw values per repetition: [{stem}.json]({stem}.json).", ""]
     return "\n".join(out)
+
+
+def stem_of(settings: dict[str, Any]) -> str:
+    """The report's file name without suffix: side_by_side (make bench) or side_by_side_quick."""
+    return "side_by_side" if settings.get("mode", "full") == "full" else f"side_by_side_{settings['mode']}"
+
+
+# (history column, figure ids whose median ratios it shows, joined by " / ")
+HISTORY_COLUMNS = (
+    ("produce confluent 1 KiB acks=1 / all", ("produce.confluent-1024-acks1", "produce.confluent-1024-acksall")),
+    ("produce confluent 100 B acks=1 / all", ("produce.confluent-100-acks1", "produce.confluent-100-acksall")),
+    ("produce Java 1 KiB acks=1 / all", ("produce.java-1024-acks1", "produce.java-1024-acksall")),
+    ("produce Java 100 B acks=1 / all", ("produce.java-100-acks1", "produce.java-100-acksall")),
+    ("consume confluent / Java", ("consume.confluent", "consume.java")),
+    ("e2e p99 at 1,000 / 10,000 rec/s", ("latency.1000.p99", "latency.10000.p99")),
+    ("e2e p99.9 at 1,000 / 10,000 rec/s", ("latency.1000.p99.9", "latency.10000.p99.9")),
+    ("cold start", ("start.cold",)),
+    ("peak RSS", ("memory.peak_rss",)),
+)
+
+
+def history_row(results: dict[str, Any]) -> dict[str, str]:
+    """This run's row of the history table: median ratio kbroker/Kafka of the headline figures."""
+    row = {"finished": results["finished"], "kbroker": history.commit_of(results["machine"]),
+           "reps": str(len(results["repetitions"]))}
+    for column, fids in HISTORY_COLUMNS:
+        row[column] = " / ".join(history.median_cell(ratios(results, fid)) for fid in fids)
+    return row
 
 
 def charts(results: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -190,19 +222,23 @@ def charts(results: dict[str, Any], out_dir: Path) -> list[Path]:
         fig.savefig(written[-1], dpi=110)
         plt.close(fig)
 
-    chart("throughput.png", ("produce", "consume"), lambda f: f["record_bytes"] / 1e6,
+    stem = stem_of(results["settings"])
+    chart(f"{stem}_throughput.png", ("produce", "consume"), lambda f: f["record_bytes"] / 1e6,
           "MB/s (10^6 B of values)",
           "Throughput, median (min–max bars); kbroker/Kafka ratio under each label", log=False)
-    chart("latency.png", ("latency",), lambda f: 1.0, "produce-to-consume latency, ms (log scale)",
+    chart(f"{stem}_latency.png", ("latency",), lambda f: 1.0, "produce-to-consume latency, ms (log scale)",
           "End-to-end latency at fixed rates; kbroker/Kafka ratio under each label", log=True)
     return written
 
 
-def write(results: dict[str, Any], out_dir: Path) -> Path:
+def write(results: dict[str, Any], out_dir: Path, same_run: bool = False) -> Path:
+    """<stem>.json, <stem>.md (this run, then the history with this run's row; ``same_run``:
+    replacing the row an earlier repetition of this run wrote) and the charts."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "side_by_side.json").write_text(json.dumps(results, indent=1) + "\n")
-    md = out_dir / "side_by_side.md"
-    md.write_text(markdown(results))
+    stem = stem_of(results["settings"])
+    (out_dir / f"{stem}.json").write_text(json.dumps(results, indent=1) + "\n")
+    md = out_dir / f"{stem}.md"
+    history.write_report(md, markdown(results), history_row(results), same_run)
     charts(results, out_dir)
     return md
 

@@ -1,109 +1,82 @@
-"""CPU time per partition of one Fetch naming many partitions (issue 15), in this process.
+"""Broker CPU per partition of one Fetch naming many partitions (issue 15), on a real broker.
 
-Run: ``.venv/bin/python -m bench.micro.wide_read [--partitions 2000] [--profile]``.
+Run: ``.venv/bin/python -m bench.micro.wide_read [--partitions 2000] [--rounds 5]``.
 
-``--partitions`` partition logs (Kafka's default segment and index settings) of one topic,
-each holding one batch of 3 records of 1 KiB (what a consumer of the 10,000-partition cost
-curve finds: ~3 KiB per partition), behind a minimal broker state; then Fetch's
-``_read_all`` (kbroker/handlers/fetch.py) for a read_committed v12 request naming them all,
-as librdkafka sends it:
+A ``kbroker serve`` process (bench/harness/broker_cpu.py) driven over TCP by
+``kbroker.client``.  Per round, a fresh topic of ``--partitions`` partitions, each holding
+one batch of 3 records of 1 KiB (what a consumer of the 10,000-partition cost curve finds:
+~3 KiB per partition, written by one Produce naming every partition), then two Fetch v12
+requests naming them all, read_committed and sessionless as librdkafka sends them, with
+``max_wait_ms`` 0:
 
 * first read: every partition from offset 0 (each partition's first read since its log was
-  opened: an offset-index lookup and a header scan, the data copied into the answer);
-* empty read: every partition at its end (the common case of a wide fetch: nothing new);
+  created: an offset-index lookup and a header scan, the data copied into the answer);
+* empty read: every partition at its end (the common case of a wide fetch: nothing new).
 
-then the answers are encoded (v12).  Thread CPU time (so the figure does not count time
-the machine's other work took the CPU away), median of ``--rounds`` (first reads: a fresh
-set of logs each round).  ``--profile`` prints the top of a cProfile of one round's reads and encodes instead.
+Figure: the broker's event-loop thread CPU per Fetch (decode, the per-partition reads, the
+answer's encoding and its write), divided by the partitions, median of ``--rounds``; the
+topic is deleted after each round.  The in-process version of this bench (``_read_all`` on
+partitions built in the bench's process, read and encode timed apart; figures in
+bench/results/profile.md and cost_curves.md) was bench/wide_read_bench.py at 7501772.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
-import shutil
 import statistics
-import tempfile
 import time
-from types import SimpleNamespace
 
-from kbroker.handlers.fetch import _read_all
-from kbroker.replica.fetch_waiters import FetchWaiters
-from kbroker.replica.partition import Partition
-from log.config import LogConfig
-from log.log import Log
-from tests.log.helpers import batch, open_log
-from wire.codec import encode_parts
-from wire.messages import FetchRequest
+from bench.harness import broker_cpu
+from kbroker.client import Connection
+from wire.messages import FetchRequest, FetchResponse
+from wire.record_batch import build_batch
+
+VALUE_BYTES = 1024
+RECORDS = 3
 
 
-def _partitions(n: int, where: str) -> tuple[dict[int, Partition], list[Log]]:
-    """(the partitions by index, their logs: the bench opened them, so it closes them)."""
-    parts, logs = {}, []
-    b = batch(3, value_size=1024)
-    for i in range(n):
-        lg = open_log(where, LogConfig(), name=f"wide-{i}", high_watermark_follows_log_end=True)
-        p = Partition("wide", i, lg, FetchWaiters())
-        p.append_records_as_leader(memoryview(bytearray(b)))
-        parts[i] = p
-        logs.append(lg)
-    return parts, logs
-
-
-def _request(offsets: dict[int, int]) -> FetchRequest:
-    return FetchRequest(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=52_428_800, isolation_level=1,
-                        session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic="wide", partitions=[
-                            FetchRequest.FetchPartition(partition=i, current_leader_epoch=0, fetch_offset=o,
-                                                        last_fetched_epoch=-1, log_start_offset=-1,
-                                                        partition_max_bytes=1_048_576)
-                            for i, o in offsets.items()])],
+def _fetch(topic: str, offsets: dict[int, int]) -> FetchRequest:
+    return FetchRequest(cluster_id=None, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=52_428_800,
+                        isolation_level=1, session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                            topic=topic, partitions=[FetchRequest.FetchPartition(
+                                partition=i, current_leader_epoch=-1, fetch_offset=o, last_fetched_epoch=-1,
+                                log_start_offset=-1, partition_max_bytes=1_048_576) for i, o in offsets.items()])],
                         forgotten_topics_data=[], rack_id="")
 
 
-def _round(n: int, prof: cProfile.Profile | None = None) -> dict[str, float]:
-    where = tempfile.mkdtemp(prefix="wide-read-")
-    try:
-        parts, logs = _partitions(n, where)
-        ctx = SimpleNamespace(broker=SimpleNamespace(partition=lambda t, i: parts.get(i)), api_version=12)
-        first, at_end = _request({i: 0 for i in parts}), _request({i: 3 for i in parts})
-        if prof is not None:
-            prof.enable()
-        t0 = time.thread_time()
-        resp, total, _ = _read_all(ctx, first)
-        t1 = time.thread_time()
-        encode_parts(resp, 12)
-        t2 = time.thread_time()
-        empty, _, _ = _read_all(ctx, at_end)
-        t3 = time.thread_time()
-        encode_parts(empty, 12)
-        t4 = time.thread_time()
-        if prof is not None:
-            prof.disable()
-        assert total == n * len(batch(3, value_size=1024))
-        for lg in logs:
-            lg.close()
-        return {"first read": t1 - t0, "first encode": t2 - t1, "empty read": t3 - t2, "empty encode": t4 - t3}
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
+def _timed_fetch(conn: Connection, pid: int, req: FetchRequest) -> tuple[float, FetchResponse]:
+    """(broker loop CPU seconds, the answer) of one Fetch v12."""
+    c0 = broker_cpu.loop_cpu_ns(pid)
+    resp = conn.call(req, 12)
+    return (broker_cpu.loop_cpu_ns(pid) - c0) / 1e9, resp
+
+
+def _round(conn: Connection, pid: int, topic: str, n: int) -> dict[str, float]:
+    broker_cpu.create_topic(conn, topic, n)
+    now = int(time.time() * 1000)
+    batch = build_batch([(None, bytes([65 + i]) * VALUE_BYTES, None, now) for i in range(RECORDS)])
+    broker_cpu.check_produce(conn.call(broker_cpu.produce_request(topic, {i: batch for i in range(n)})))
+    first_s, first = _timed_fetch(conn, pid, _fetch(topic, {i: 0 for i in range(n)}))
+    got = sum(len(p.records or b"") for t in first.responses for p in t.partitions)
+    assert got == n * len(batch), f"first read returned {got} bytes, not {n * len(batch)}"
+    empty_s, empty = _timed_fetch(conn, pid, _fetch(topic, {i: RECORDS for i in range(n)}))
+    assert all(not p.records and p.error_code == 0 for t in empty.responses for p in t.partitions)
+    broker_cpu.delete_topic(conn, topic)
+    return {"first read": first_s, "empty read": empty_s}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
-    if args.profile:
-        prof = cProfile.Profile()
-        _round(args.partitions, prof)
-        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
-        return
-    rounds = [_round(args.partitions) for _ in range(args.rounds)]
+    with broker_cpu.kbroker() as broker, broker_cpu.connect(broker) as conn:
+        assert broker.proc is not None
+        rounds = [_round(conn, broker.proc.pid, f"wide-{r}", args.partitions) for r in range(args.rounds)]
     for figure in rounds[0]:
         values = [r[figure] * 1e6 / args.partitions for r in rounds]
-        print(f"{figure}: {statistics.median(values):.1f} us per partition "
-              f"({min(values):.1f}-{max(values):.1f}, {args.rounds} rounds of {args.partitions:,})")
+        print(f"{figure}: {statistics.median(values):.1f} us of broker CPU per partition "
+              f"({min(values):.1f}-{max(values):.1f}, {args.rounds} Fetches of {args.partitions:,} partitions)")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.harness import kafka_dist, machine, workloads
+from bench.harness import history, kafka_dist, machine, workloads
 from bench.harness.common import RESULTS
 from bench.harness.kafka_dist import KafkaProcess, _cluster_id, _java
 from tests.cluster.cluster_processes import Cluster, wait_until
@@ -215,6 +215,17 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def history_row(results: dict[str, Any]) -> dict[str, str]:
+    """This run's row of the history table: the ratio kbroker/Kafka of the headline figures."""
+    kb, ka = results["kbroker"], results["kafka"]
+    row = {"finished": results.get("finished", ""), "kbroker": history.commit_of(results["machine"]),
+           "records": f"{results['records']:,}"}
+    for column, key in (("produce acks=all MB/s", "produce_acks_all_MBps"), ("consume MB/s", "consume_MBps"),
+                        ("e2e p50", "e2e_p50_ms"), ("e2e p99", "e2e_p99_ms")):
+        row[column] = history.ratio_cell(kb[key] / ka[key])
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cluster_bench")
     parser.add_argument("--records", type=int, default=200_000)
@@ -239,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
+    results["finished"] = time.strftime("%Y-%m-%d %H:%M %Z")
     (args.out / "cluster_bench.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "cluster_bench.md").write_text(report(results))
+    history.write_report(args.out / "cluster_bench.md", report(results), history_row(results))
     print(report(results))
     return 0
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from bench.harness import kafka_dist, machine, paired, workloads
+from bench.harness import history, kafka_dist, machine, paired, workloads
 from bench.harness.common import COMMON, RESULTS
 from bench.harness.kafka_dist import KafkaProcess
 from tests.cluster.cluster_processes import Cluster, wait_until
@@ -162,6 +162,17 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def history_row(results: dict[str, Any]) -> dict[str, str]:
+    """This run's row of the history table: median throughput ratios, produce / consume."""
+    reps = results["repetitions"]
+    row = {"finished": results["finished"], "kbroker": history.commit_of(results["machine"]), "reps": str(len(reps))}
+    for a, b in (("kbroker x2", "kbroker x1"), ("kbroker x1", "Kafka x1"), ("kbroker x2", "Kafka x1")):
+        row[f"{a} / {b}, produce / consume"] = " / ".join(
+            history.median_cell([r[a][fid] / r[b][fid] for r in reps if a in r and b in r])
+            for fid in ("produce.MBps", "consume.MBps"))
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repetitions", type=int, default=3)
@@ -192,7 +203,7 @@ def main() -> None:
         results["repetitions"].append(rep)
         results["finished"] = time.strftime("%Y-%m-%d %H:%M %Z")
         (args.out / "cores.json").write_text(json.dumps(results, indent=1) + "\n")
-        (args.out / "cores.md").write_text(markdown(results))
+        history.write_report(args.out / "cores.md", markdown(results), history_row(results), same_run=i > 0)
     print((args.out / "cores.md").read_text())
 
 

@@ -19,7 +19,7 @@ broker and then the other, the first alternating per repetition).  Every point i
   all P partitions at offset 0 and connected before its clock starts (bench/workloads.consume:
   with OFFSET_BEGINNING librdkafka sends one ListOffsets per partition, and at 10,000
   partitions some of them leave its queue 1-14 s late on either broker: the figure was that
-  client's start-up, not the broker's reads; bench/wide_consume_diag.py); after the point its
+  client's start-up, not the broker's reads; bench/results/diagnostics.md); after the point its
   topic is deleted on both brokers and the next point starts once the topic's files are gone
   (file.delete.delay.ms, 60 s);
 * connections N: N confluent-kafka producers (one TCP connection to the broker each, all in
@@ -45,7 +45,7 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from bench.harness import kafka_dist, machine, paired, workloads
+from bench.harness import history, kafka_dist, machine, paired, workloads
 from bench.harness.common import RESULTS
 from bench.harness.paired import KAFKA, KB
 
@@ -267,6 +267,22 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def history_row(results: dict[str, Any]) -> dict[str, str]:
+    """This run's row of the history table: median MB/s ratios kbroker/Kafka per point ("—":
+    not measured in this run)."""
+    reps = results["repetitions"]
+
+    def ratios(prefixes: list[str]) -> str:
+        return " / ".join(history.median_cell(paired.ratios(reps, f"{p}.MBps")) for p in prefixes)
+    parts = " / ".join(f"{p:,}" for p in PARTITION_POINTS)
+    return {"finished": results["finished"], "kbroker": history.commit_of(results["machine"]),
+            "reps": str(len(reps)), "MiB per point": str(results["mib"]),
+            f"produce at {parts} partitions": ratios([f"p{p}.produce" for p in PARTITION_POINTS]),
+            f"consume at {parts} partitions": ratios([f"p{p}.consume" for p in PARTITION_POINTS]),
+            "produce with " + " / ".join(map(str, CONNECTION_POINTS)) + " connections":
+                ratios([f"conn{c}.produce" for c in CONNECTION_POINTS])}
+
+
 def chart(results: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -322,7 +338,8 @@ def main() -> None:
         results["repetitions"] = reps
         results["finished"] = time.strftime("%Y-%m-%d %H:%M %Z")
         (args.out / "cost_curves.json").write_text(json.dumps(results, indent=1) + "\n")
-        (args.out / "cost_curves.md").write_text(markdown(results))
+        history.write_report(args.out / "cost_curves.md", markdown(results), history_row(results),
+                             same_run=len(reps) > 1)
         chart(results, args.out / "cost_curves.png")
 
     paired.repetitions(args.repetitions, body(args.mib, parts, conns), after_each=save)

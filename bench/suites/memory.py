@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import kafka_dist, machine, paired, workloads
-from bench.harness.common import COMMON, RESULTS
+from bench.harness import history, kafka_dist, machine, paired, workloads
+from bench.harness.common import COMMON, RESULTS, compile_kbroker
 from bench.harness.kafka_dist import KafkaProcess
 from bench.suites import side_by_side
 from bench.suites.side_by_side import QUICK
@@ -83,6 +83,15 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def history_row(results: dict[str, Any]) -> dict[str, str]:
+    """This run's row of the history table: median peak RSS per broker, MiB."""
+    reps = results["repetitions"]
+    row = {"finished": results["finished"], "kbroker": history.commit_of(results["machine"]), "reps": str(len(reps))}
+    for n in results["brokers"]:
+        row[f"{n} MiB"] = history.median_cell([r[n]["peak_rss_mib"] for r in reps if n in r], ".0f")
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repetitions", type=int, default=3)
@@ -98,7 +107,7 @@ def main() -> None:
     names = list(makers)
     results: dict[str, Any] = {"brokers": names, "repetitions": [], "machine": machine.facts(
         Path("/tmp"), kafka_dist.kafka_version(), kafka_dist.java_version())}
-    side_by_side.compile_kbroker()
+    compile_kbroker()
     args.out.mkdir(parents=True, exist_ok=True)
     for i in range(args.repetitions):
         order = names[i % 3:] + names[:i % 3]
@@ -115,7 +124,7 @@ def main() -> None:
         results["repetitions"].append(rep)
         results["finished"] = time.strftime("%Y-%m-%d %H:%M %Z")
         (args.out / "memory.json").write_text(json.dumps(results, indent=1) + "\n")
-        (args.out / "memory.md").write_text(markdown(results))
+        history.write_report(args.out / "memory.md", markdown(results), history_row(results), same_run=i > 0)
     print((args.out / "memory.md").read_text())
 
 

@@ -1,5 +1,6 @@
-"""kbroker and Apache Kafka measured side by side on this machine (issue 8): `make bench`,
-`make bench-quick`.
+"""kbroker and Apache Kafka measured side by side on this machine (issue 8): `make bench`
+writes bench/results/side_by_side.md, .json and two PNG charts; `make bench-quick` the same as
+side_by_side_quick.*.  Each report ends in the history table of the earlier runs.
 
 Run: ``.venv/bin/python -m bench.suites.side_by_side [--quick] [--repetitions N] [--out DIR]``.
 
@@ -247,14 +248,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small volumes, 1 repetition (about 2 minutes)")
     ap.add_argument("--repetitions", type=int, help="override the mode's repetitions")
-    ap.add_argument("--out", type=Path, help="results directory (default bench/results[/quick])")
+    ap.add_argument("--out", type=Path, help="results directory (default bench/results: side_by_side.md, or side_by_side_quick.md with --quick)")
     ap.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()),
                     help="where the brokers' temporary data dirs go")
     args = ap.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.repetitions:
         sizes = Sizes(**{**sizes.__dict__, "repetitions": args.repetitions})
-    out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
+    out = args.out or RESULTS
     kafka_version = kafka_dist.kafka_version()
     compile_kbroker()
     figures = [START_FIGURE, MEMORY_FIGURE]
@@ -289,7 +290,8 @@ def main() -> None:
         results["repetitions"].append(repetition(i, sizes, tmp))
         results["finished"] = time.strftime("%Y-%m-%d %H:%M %Z")
         results["settings"]["wall time"] = f"{time.monotonic() - t0:.0f} s"
-        md = report.write(results, out)  # after every repetition: a crash later keeps what was measured
+        # after every repetition: a crash later keeps what was measured (one history row per run)
+        md = report.write(results, out, same_run=i > 0)
     _log(f"wrote {md}")
     print(md.read_text())
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from bench.harness import kafka_dist, machine, paired, workloads
+from bench.harness import history, kafka_dist, machine, paired, workloads
 from bench.harness.common import RESULTS
 from bench.harness.paired import KAFKA, KB
 
@@ -237,6 +237,15 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def history_row(results: dict[str, Any]) -> dict[str, str]:
+    """This run's row of the history table: the median ratio kbroker/Kafka of every figure."""
+    reps, sizes = results["repetitions"], results["sizes"]
+    row = {"finished": results["finished"], "kbroker": history.commit_of(results["machine"]), "reps": str(len(reps))}
+    for fid, label, _fmt, _hib in FIGURES:
+        row[label.format(rate=sizes["fixed_rate"])] = history.median_cell(paired.ratios(reps, fid))
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -255,7 +264,8 @@ def main() -> None:
         results["repetitions"] = reps
         results["finished"] = time.strftime("%Y-%m-%d %H:%M %Z")
         (args.out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
-        (args.out / f"{name}.md").write_text(markdown(results))
+        history.write_report(args.out / f"{name}.md", markdown(results), history_row(results),
+                             same_run=len(reps) > 1)
 
     paired.repetitions(sizes.repetitions, body(sizes), after_each=save)
     print((args.out / f"{name}.md").read_text())

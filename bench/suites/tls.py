@@ -26,6 +26,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
+from bench.harness import history, machine
 from bench.harness.common import RESULTS
 from bench.harness.kafka_dist import KafkaProcess, java_version, kafka_version
 from tests.compat.broker_process import BrokerProcess, free_port
@@ -107,11 +108,13 @@ def main(n: int = 200_000, size: int = 1000, repeats: int = 3) -> dict[str, Any]
                     broker.stop()
     med = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
     results = {"records": n, "record_bytes": size, "repeats": repeats, "kafka_version": kafka_version(),
-               "java": java_version(), "runs": runs, "median": med}
+               "java": java_version(), "runs": runs, "median": med,
+               "machine": machine.facts(Path("/tmp"), kafka_version(), java_version()),
+               "finished": time.strftime("%Y-%m-%d %H:%M %Z")}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "tls.json").write_text(json.dumps(results, indent=1))
     text = markdown(results)
-    (RESULTS / "tls.md").write_text(text)
+    history.write_report(RESULTS / "tls.md", text, history_row(results))
     print(text)
     return results
 
@@ -130,6 +133,15 @@ def markdown(results: dict[str, Any]) -> str:
               "a smoke comparison of the TLS paths on this shared 2-core machine, not as steady-state "
               f"throughput. Java: {results['java']}."]
     return "\n".join(lines) + "\n"
+
+
+def history_row(results: dict[str, Any]) -> dict[str, str]:
+    """This run's row of the history table: kbroker/Kafka of the median MB/s."""
+    med = results["median"]
+    return {"finished": results.get("finished", ""), "kbroker": history.commit_of(results.get("machine", {})),
+            "runs": str(results["repeats"]), "records": f"{results['records']:,} x {results['record_bytes']} B",
+            "produce MB/s": history.ratio_cell(med["kbroker"]["produce_mb_s"] / med["kafka"]["produce_mb_s"]),
+            "consume MB/s": history.ratio_cell(med["kbroker"]["consume_mb_s"] / med["kafka"]["consume_mb_s"])}
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.harness import kafka_dist, machine, paired, workloads
+from bench.harness import history, kafka_dist, machine, paired, workloads
 from bench.harness.common import RESULTS
 from bench.harness.paired import KAFKA, KB
 
@@ -105,6 +106,13 @@ def report(reps: list[dict[str, Any]], sizes: Sizes, facts: dict[str, str]) -> s
     return "\n".join(lines)
 
 
+def history_row(reps: list[dict[str, Any]], finished: str, facts: dict[str, str]) -> dict[str, str]:
+    """This run's row of the history table: median ratios kbroker/Kafka of records/s."""
+    return {"finished": finished, "kbroker": history.commit_of(facts), "reps": str(len(reps)),
+            "transactional": history.median_cell(paired.ratios(reps, "transactional records/s")),
+            "idempotent": history.median_cell(paired.ratios(reps, "idempotent records/s"))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repetitions", type=int)
@@ -118,10 +126,11 @@ def main() -> None:
                           kafka_dist.java_version())
     reps = run(sizes, args.data_dir)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "txn.json").write_text(json.dumps({"sizes": sizes.__dict__, "facts": facts,
+    finished = time.strftime("%Y-%m-%d %H:%M %Z")
+    (RESULTS / "txn.json").write_text(json.dumps({"sizes": sizes.__dict__, "facts": facts, "finished": finished,
                                                   "repetitions": reps}, indent=2))
     text = report(reps, sizes, facts)
-    (RESULTS / "txn.md").write_text(text)
+    history.write_report(RESULTS / "txn.md", text, history_row(reps, finished, facts))
     print(text)
 
 
