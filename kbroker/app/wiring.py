@@ -67,7 +67,7 @@ def assemble(state: BrokerState, cluster: ClusterRuntime | None = None) -> Node:
     runtime's replica manager (``ClusterRuntime.attach``)."""
     producer_ids: ProducerIds = (cluster.producer_ids if cluster is not None
                                  else ProducerIdManager(state.log_manager.log_dirs[0]))
-    replicas = cluster.attach(state) if cluster is not None else LocalReplicas()
+    replicas = cluster.attach(state) if cluster is not None else LocalReplicas(state.partition)
     groups = GroupService(state, replicas)
     txns = TxnService(state, replicas, producer_ids)   # the transaction coordinator
     if cluster is not None:

@@ -59,7 +59,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -72,6 +72,7 @@ from wire.record_batch import RecordBatch, build_batch, iter_batches
 
 if TYPE_CHECKING:
     from kbroker.metadata.catalog import TopicInfo
+    from kbroker.replica.appends import Appends
     from kbroker.replica.partition import Partition
     from log.clock import Clock
     from wire.record_batch import Record
@@ -99,6 +100,9 @@ class _Replicas(Protocol):
     def replicated(self) -> bool: ...
 
     def leader_error(self, topic: str, index: int) -> ErrorCode | None: ...
+
+    def append_records(self, entries: Sequence[tuple[TopicPartition, memoryview]], required_acks: int,
+                       origin: AppendOrigin = ...) -> Appends: ...
 
     def wait_for_acks(self, required: dict[TopicPartition, int],
                       timeout_ms: int) -> Awaitable[dict[TopicPartition, ErrorCode]]: ...
@@ -304,19 +308,21 @@ class InternalTopicHost:
         try:
             self.ensure()
             index = partition if isinstance(partition, int) else partition()
-            target = self._broker.partition(self.topic, index)
-            if target is None:
-                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif self._replicas.leader_error(self.topic, index) is not None:
-                error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            else:
-                txn: dict[str, Any] = {} if producer_id < 0 else {
-                    "producer_id": producer_id, "producer_epoch": producer_epoch,
-                    "base_sequence": 0, "is_transactional": True}
-                now = self._broker.clock.milliseconds()
-                batch = bytearray(build_batch([(k, v, [], now) for k, v in records], **txn))
-                info = target.append_records_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR)
+            txn: dict[str, Any] = {} if producer_id < 0 else {
+                "producer_id": producer_id, "producer_epoch": producer_epoch,
+                "base_sequence": 0, "is_transactional": True}
+            now = self._broker.clock.milliseconds()
+            batch = bytearray(build_batch([(k, v, [], now) for k, v in records], **txn))
+            # the one door for writes (kbroker/replica/appends.py); the acks=all wait is
+            # ``wait_for_acks``, which the tenant runs for a batch of its appends at once
+            [result] = self._replicas.append_records([((self.topic, index), memoryview(batch))], -1,
+                                                     AppendOrigin.COORDINATOR).results
+            if result.refusal is not None:
+                raise result.refusal
+            info = result.info
+            if info is not None:
                 return Appended(ErrorCode.NONE, index, info.first_offset, info.last_offset + 1)
+            error = result.error
         except LogError as e:
             self._log.warning("appending %d record(s)%s to %s-%d failed: %s %s", len(records), owner,
                               self.topic, index, e.error.name, e)

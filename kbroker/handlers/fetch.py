@@ -242,9 +242,9 @@ def _read_all(ctx: RequestContext, req: FetchRequest) -> tuple[FetchResponse, in
     topics = []
     version = ctx.api_version
     replica_id = req.replica_id if version < 15 else req.replica_state.replica_id
-    # a follower's fetch (replica_id >= 0) only where partitions have followers; a single
-    # node reads a replica id as a consumer's
-    from_follower = replica_id >= 0 and replicas.replicated
+    # a follower's fetch (the port says: a single node has no followers and reads a replica
+    # id as a consumer's)
+    from_follower = replicas.is_follower(replica_id)
     # KIP-392 on the leader: a consumer v11+ naming its rack may be sent to a preferred read
     # replica (replica.selector.class); its current_leader_epoch is checked first
     select_replica = (not from_follower and version >= 11 and bool(req.rack_id)

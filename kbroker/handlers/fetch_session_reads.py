@@ -164,7 +164,7 @@ class IncrementalFetch:
         # a consumer's unchanged partitions may be skipped, unless the fetch may be sent to a
         # preferred read replica (KIP-392, where partitions have followers): then it is read
         self._skip_ok = _replica_id(ctx, req) < 0 and not (
-            ctx.api_version >= 11 and req.rack_id and services.replicas.replicated
+            ctx.api_version >= 11 and req.rack_id and services.replicas.reads_from_followers
             and services.config.config["replica.selector.class"] is not None)
         session = context.session
         notes = session.reader

@@ -41,9 +41,9 @@ def handle_list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOff
     services = ctx.services
     replicas = services.replicas
     v = ctx.api_version
-    # a follower's own ListOffsets (replica_id >= 0) reads up to the LEO; a single node has
-    # no followers, so a replica id there is treated as a consumer's, as before
-    from_follower = req.replica_id >= 0 and replicas.replicated
+    # a follower's own ListOffsets reads up to the LEO (the port says: a single node has no
+    # followers, so a replica id there is treated as a consumer's, as before)
+    from_follower = replicas.is_follower(req.replica_id)
     counts: dict[tuple[str, int], int] = {}
     for t in req.topics:
         for p in t.partitions:

@@ -6,8 +6,11 @@ UNSUPPORTED_VERSION per partition, as Kafka 4 does.
 
 Per partition, in Kafka's order (KafkaApis.handleProduceRequest, ReplicaManager,
 LogValidator): exactly one magic-2 batch (else INVALID_RECORD); zstd needs v7+
-(UNSUPPORTED_COMPRESSION_TYPE); unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION
-(Produce never creates topics); internal topics INVALID_TOPIC_EXCEPTION; then the log
+(UNSUPPORTED_COMPRESSION_TYPE); then the write door (``replicas.append_records``,
+kbroker/replica/appends.py, Kafka's ReplicaManager.appendRecords): unknown topic or
+partition UNKNOWN_TOPIC_OR_PARTITION (Produce never creates topics); internal topics
+INVALID_TOPIC_EXCEPTION; only the leader appends; a transactional batch must be in its
+transaction (KIP-890 part 1, the door's ``check``); then the log
 validates (CRC, sizes, max.message.bytes, every record's structure, key and timestamp,
 producer epoch and sequence: log/validator.py) and appends.  A duplicate of one of an idempotent producer's last 5 batches is answered with
 the offset it was first written at.  When the log rejects individual records (a keyless
@@ -31,19 +34,20 @@ below min ISR meanwhile, NOT_LEADER_OR_FOLLOWER when leadership moved, REQUEST_T
 the request's ``timeout_ms`` (Kafka's ``DelayedProduce``).  A partition that failed answers
 at once with its error, as in Kafka.
 
-Ports (kbroker/server/services.py): ``catalog``, ``replicas``, ``txns``, ``authorizer``.
+Ports (kbroker/server/services.py): ``replicas``, ``txns``, ``authorizer``.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from kbroker.handlers.authorize import authorize
 from kbroker.metrics.counters import TOPIC_STATS
+from kbroker.replica.appends import Appends, PartitionAppend
 from kbroker.server.registry import NO_RESPONSE, REGISTRY, CloseConnection
 from kbroker.server.request_context import RequestContext
-from kbroker.server.services import Replicas
-from log.errors import LogError
+from log.producer_state import AppendOrigin
 from wire.acl import TOPIC, TRANSACTIONAL_ID, WRITE
 from wire.batch_header import COMPRESSION_MASK, HEADER_SIZE
 from wire.compression import Compression
@@ -51,7 +55,6 @@ from wire.error_codes import ErrorCode
 from wire.errors import CorruptRecordError
 from wire.messages import ProduceRequest, ProduceResponse
 from wire.record_batch import LOG_OVERHEAD, MAGIC_V2, RecordBatch
-from wire.topic_names import is_internal
 
 _I32 = struct.Struct(">i")
 _ZSTD = int(Compression.ZSTD)   # a plain int: comparing with the IntEnum member costs more
@@ -140,90 +143,75 @@ def handle_produce(ctx: RequestContext, req: ProduceRequest) -> object:
             return pending
     acks = req.acks
     valid_acks = acks in (-1, 0, 1)
-    transactional_id = req.transactional_id
-    replicas = services.replicas
-    # acks=all waits for the ISR only where partitions have followers (a single node's HW
-    # moves with the append: nothing to wait for)
-    awaiting_all = acks == -1 and replicas.replicated
-    leader_error = replicas.leader_error
-    partition_of = services.catalog.partition
-    awaiting: dict[tuple[str, int], int] = {}   # acks=all, replicated: tp -> offset the HW must reach
-    answers: dict[tuple[str, int], PartitionResponse] = {}
+    # what KafkaApis checks before ReplicaManager.appendRecords; the rest is the write door's
+    # (kbroker/replica/appends.py): existence, internal topics, leadership, min ISR, the append
+    entries: list[tuple[tuple[str, int], memoryview]] = []
+    slots: list[tuple[list[PartitionResponse], int, int]] = []   # per entry: (its topic's answers, position, index)
     topics = []
     for topic in req.topic_data:
-        partitions = []
+        partitions: list[PartitionResponse] = []
         name = topic.name
         may_write = authorize(ctx, WRITE, TOPIC, name)
-        internal = is_internal(name)
-        records_in = bytes_in = 0   # BrokerTopicMetrics, added once per topic
         for pd in topic.partition_data:
             if v < 3:
-                partitions.append(_error(pd.index, ErrorCode.UNSUPPORTED_VERSION))
-                continue
-            if not may_write:   # KafkaApis: before the existence and record checks
-                partitions.append(_error(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            if not valid_acks:
-                partitions.append(_error(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
-                continue
-            code = _check_single_batch(pd.records, v)
+                code = ErrorCode.UNSUPPORTED_VERSION
+            elif not may_write:   # KafkaApis: before the existence and record checks
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not valid_acks:
+                code = ErrorCode.INVALID_REQUIRED_ACKS
+            else:
+                code = _check_single_batch(pd.records, v)
             if code:
                 partitions.append(_error(pd.index, code))
                 continue
-            not_leader = leader_error(name, pd.index)   # only the leader appends
-            if not_leader is not None:
-                partitions.append(_error(pd.index, not_leader))
-                continue
-            partition = partition_of(name, pd.index)
-            if partition is None:
-                partitions.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            if internal:
-                partitions.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION))
-                continue
-            if transactional_id is not None:   # KIP-890 part 1 (kbroker/coordinators/txn_service.py)
-                code = services.txns.verify_produce(transactional_id, name, pd.index,
-                                                 partition, pd.records)  # type: ignore[arg-type]
-                if code:
-                    partitions.append(_error(pd.index, code))
-                    continue
-            try:
-                # the acks: acks=all is refused while the ISR is below min.insync.replicas
-                info = partition.append_records_as_leader(pd.records, acks)  # type: ignore[arg-type]
-            except LogError as e:
-                resp = _error(pd.index, e.error)
-                if v >= 8 and e.record_errors:
-                    # ReplicaManager: only a RecordValidationException has a custom message
-                    resp.error_message = str(e) or None
-                    resp.record_errors = [
-                        ProduceResponse.BatchIndexAndErrorMessage(
-                            batch_index=r.batch_index, batch_index_error_message=r.message)
-                        for r in e.record_errors]
-                partitions.append(resp)
-                continue
-            if not info.duplicate:   # BrokerTopicMetrics: counted from the append, records not decoded
-                records_in += info.record_count
-                bytes_in += len(pd.records)  # type: ignore[arg-type]
-            # positional: (index, error_code, base_offset, log_append_time_ms, log_start_offset)
-            answer = PartitionResponse(index=pd.index, error_code=0, base_offset=info.first_offset, log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
-            partitions.append(answer)
-            if awaiting_all:
-                awaiting[(name, pd.index)] = info.last_offset + 1
-                answers[(name, pd.index)] = answer
-        if bytes_in:
-            TOPIC_STATS.produced(name, records_in, bytes_in)
+            entries.append(((name, pd.index), pd.records))  # type: ignore[arg-type]
+            slots.append((partitions, len(partitions), pd.index))
+            partitions.append(None)  # type: ignore[arg-type]   # filled from the append below
         topics.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=partitions))
+    check = None
+    if req.transactional_id is not None:   # KIP-890 part 1 (kbroker/coordinators/txn_service.py)
+        verify, transactional_id = services.txns.verify_produce, req.transactional_id
+
+        def check(tp: tuple[str, int], partition: Any, records: memoryview) -> ErrorCode:
+            return verify(transactional_id, tp[0], tp[1], partition, records)
+    appends = services.replicas.append_records(entries, acks, AppendOrigin.CLIENT, check)
+    stats: dict[str, list[int]] = {}   # BrokerTopicMetrics per topic: [records, bytes], from the appends
+    for ((name, _), records), (partitions, position, index), result in zip(entries, slots, appends.results, strict=True):
+        partitions[position] = _answer(index, result, v)
+        info = result.info
+        if info is not None and not info.duplicate:
+            counts = stats.setdefault(name, [0, 0])
+            counts[0] += info.record_count
+            counts[1] += len(records)
+    for name, (records_in, bytes_in) in stats.items():
+        TOPIC_STATS.produced(name, records_in, bytes_in)
     if acks == 0:
         failed = [f"{t.name}-{p.index}={ErrorCode(p.error_code).name}"
                   for t in topics for p in t.partition_responses if p.error_code]
         return _acks_0_close(ctx, ", ".join(failed)) if failed else NO_RESPONSE
     response = ProduceResponse(responses=topics, throttle_time_ms=0)
-    if awaiting:
+    if appends.waits:
         # appended: the connection's next requests may append after these while the ISR
         # catches up (their answers still leave after this one)
         ctx.took_effect()
-        return _await_replication(replicas, response, awaiting, answers, req.timeout_ms)
+        return _await_replication(appends, [(s[0][s[1]]) for s in slots], response, req.timeout_ms)
     return response
+
+
+def _answer(index: int, result: PartitionAppend, v: int) -> PartitionResponse:
+    info = result.info
+    if info is not None:
+        return PartitionResponse(index=index, error_code=0, base_offset=info.first_offset,
+                                 log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
+    resp = _error(index, result.error)
+    e = result.refusal
+    if v >= 8 and e is not None and e.record_errors:
+        # ReplicaManager: only a RecordValidationException has a custom message
+        resp.error_message = str(e) or None
+        resp.record_errors = [
+            ProduceResponse.BatchIndexAndErrorMessage(batch_index=r.batch_index, batch_index_error_message=r.message)
+            for r in e.record_errors]
+    return resp
 
 
 def _acks_0_close(ctx: RequestContext, errors: str) -> CloseConnection:
@@ -233,12 +221,11 @@ def _acks_0_close(ctx: RequestContext, errors: str) -> CloseConnection:
         f"{ctx.client_id} with ack=0; topic and partition to exceptions: {errors}")
 
 
-async def _await_replication(replicas: Replicas, response: ProduceResponse, awaiting: dict[tuple[str, int], int],
-                             answers: dict[tuple[str, int], PartitionResponse], timeout_ms: int) -> ProduceResponse:
+async def _await_replication(appends: Appends, answers: list[PartitionResponse], response: ProduceResponse,
+                             timeout_ms: int) -> ProduceResponse:
     """acks=all: park until the ISR has the records (Kafka's DelayedProduce); a partition
     that did not make it keeps its offsets and gets the purgatory's error."""
-    results = await replicas.wait_for_acks(awaiting, timeout_ms)
-    for tp, code in results.items():
-        if code != ErrorCode.NONE:
-            answers[tp].error_code = code
+    for answer, result in zip(answers, await appends.replicated(timeout_ms), strict=True):
+        if result.error != ErrorCode.NONE:
+            answer.error_code = result.error
     return response

@@ -7,7 +7,7 @@ For each partition the leader appends one marker (a transactional control batch,
 log/control_batch.py) with origin COORDINATOR, which completes the producer's open
 transaction there: the LSO moves on and an abort is indexed in the segment's ``.txnindex``.
 As Kafka (acks=-1), a partition is answered once the ISR has its marker
-(``replicas.wait_for_acks``, up to ``request.timeout.ms``: cluster mode's produce purgatory,
+(``Appends.replicated``, up to ``request.timeout.ms``: cluster mode's produce purgatory,
 kbroker/replica/delayed_produce.py; at once on a single node).
 
 Per partition: UNKNOWN_TOPIC_OR_PARTITION when this broker hosts no such partition (Kafka's
@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING
 from kbroker.server.registry import REGISTRY
 from kbroker.server.request_context import RequestContext
 from log.control_batch import marker_batch
-from log.errors import LogError
 from log.producer_state import AppendOrigin
 from wire.error_codes import ErrorCode
 from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -55,46 +54,29 @@ log = logging.getLogger(__name__)
 R = WriteTxnMarkersResponse
 
 
-def _append_marker(svc: Services, marker: WriteTxnMarkersRequest.WritableTxnMarker, topic: str,
-                   index: int) -> tuple[ErrorCode, int]:
-    """Append one marker; (error, offset the HW must reach for acks=-1, or -1)."""
-    partition = svc.catalog.partition(topic, index)
-    if partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
-    not_leader = svc.replicas.leader_error(topic, index)
-    if not_leader is not None:
-        return not_leader, -1
-    batch = marker_batch(commit=marker.transaction_result, producer_id=marker.producer_id,
-                         producer_epoch=marker.producer_epoch, coordinator_epoch=marker.coordinator_epoch,
-                         timestamp_ms=svc.clock.milliseconds())
-    try:
-        info = partition.append_records_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR)
-    except LogError as e:
-        log.debug("WriteTxnMarkers: marker of producer %d on %s-%d refused: %s", marker.producer_id, topic, index, e)
-        return e.error, -1
-    return ErrorCode.NONE, info.last_offset + 1
-
-
 async def write_txn_markers(svc: Services, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
-    """Append every marker of ``req`` to the partitions this broker leads and answer once
-    each is replicated (see the module docstring)."""
-    errors: list[dict[tuple[str, int], ErrorCode]] = []
-    awaiting: dict[tuple[str, int], int] = {}
-    for marker in req.markers:
-        per: dict[tuple[str, int], ErrorCode] = {}
+    """Append every marker of ``req`` to the partitions this broker leads, through the write
+    door (kbroker/replica/appends.py: origin COORDINATOR, acks=all), and answer once each
+    is replicated (see the module docstring)."""
+    entries: list[tuple[tuple[str, int], memoryview]] = []
+    owners: list[int] = []   # per entry: the index of its marker in the request
+    now = svc.clock.milliseconds()
+    for i, marker in enumerate(req.markers):
         for t in marker.topics:
             for index in t.partition_indexes:
-                code, required = _append_marker(svc, marker, t.name, index)
-                per[(t.name, index)] = code
-                if code == ErrorCode.NONE:
-                    awaiting[(t.name, index)] = max(awaiting.get((t.name, index), 0), required)
-        errors.append(per)
-    if awaiting:
-        results = await svc.replicas.wait_for_acks(awaiting, svc.config.config["request.timeout.ms"])
-        for per in errors:
-            for tp, code in per.items():
-                if code == ErrorCode.NONE and results.get(tp, ErrorCode.NONE) != ErrorCode.NONE:
-                    per[tp] = results[tp]
+                batch = marker_batch(commit=marker.transaction_result, producer_id=marker.producer_id,
+                                     producer_epoch=marker.producer_epoch,
+                                     coordinator_epoch=marker.coordinator_epoch, timestamp_ms=now)
+                entries.append(((t.name, index), memoryview(batch)))
+                owners.append(i)
+    appends = svc.replicas.append_records(entries, -1, AppendOrigin.COORDINATOR)
+    results = await appends.replicated(svc.config.config["request.timeout.ms"])
+    errors: list[dict[tuple[str, int], ErrorCode]] = [{} for _ in req.markers]
+    for (tp, _), i, result in zip(entries, owners, results, strict=True):
+        if result.refusal is not None:
+            log.debug("WriteTxnMarkers: marker of producer %d on %s-%d refused: %s",
+                      req.markers[i].producer_id, *tp, result.refusal)
+        errors[i][tp] = result.error
     out = []
     for marker, per in zip(req.markers, errors, strict=True):
         offsets_partitions = [i for (name, i), code in per.items() if name == GROUP_METADATA_TOPIC and code == ErrorCode.NONE]

@@ -43,18 +43,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cluster import znodes
 from cluster.coordination import NoNodeError
 from cluster.partition_state import IsrProposal
 from kbroker.metadata.catalog import TopicInfo
+from kbroker.replica.appends import AppendCheck, Appends, append_records
 from kbroker.replica.delayed_produce import DelayedProduces
 from kbroker.replica.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from kbroker.runtime.tasks import TaskSet, cancel_and_wait, task_name
 from kbroker.runtime.zk_retry import deadline, until_connected
 from log.partition_metadata_file import InconsistentTopicIdError
+from log.producer_state import AppendOrigin
 from wire.error_codes import ErrorCode
 from wire.topic_names import is_internal
 from wire.uuids import ZERO_UUID
@@ -126,6 +128,20 @@ class ReplicaManager:
     @property
     def replicated(self) -> bool:
         return True
+
+    @property
+    def reads_from_followers(self) -> bool:
+        return True
+
+    def is_follower(self, replica_id: int) -> bool:
+        return replica_id >= 0
+
+    def append_records(self, entries: Sequence[tuple[tuple[str, int], memoryview]], required_acks: int,
+                       origin: AppendOrigin = AppendOrigin.CLIENT, check: AppendCheck | None = None) -> Appends:
+        """The one door for writes (kbroker/replica/appends.py): only what this broker leads
+        is appended; acks=all answers wait in the produce purgatory (``Appends.replicated``)."""
+        return append_records(entries, required_acks, origin, partition_of=self.state.partition,
+                              leader_error=self.leader_error, wait=self.wait_for_acks, check=check)
 
     def wait_for_acks(self, required: dict[tuple[str, int], int],
                       timeout_ms: int) -> Awaitable[dict[tuple[str, int], ErrorCode]]:

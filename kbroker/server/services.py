@@ -23,7 +23,7 @@ imports this module, so the one-way import rule holds (handlers -> services -> v
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from kbroker.configs.config import BrokerConfig
     from kbroker.metadata.catalog import TopicInfo
     from kbroker.metadata.metadata_view import MetadataView
+    from kbroker.replica.appends import AppendCheck, Appends
     from kbroker.replica.fetch_session import FetchSessionCache
     from kbroker.replica.fetch_waiters import FetchWaiters
     from kbroker.replica.partition import Partition
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from kbroker.security.scram_credentials import ScramCredential
     from log.clock import Clock
     from log.config import LogConfig
+    from log.producer_state import AppendOrigin
     from txn import TransactionCoordinator
     from wire.acl import AclBinding, AclBindingFilter
     from wire.error_codes import ErrorCode
@@ -101,6 +103,17 @@ class Replicas(Protocol):
         """True in cluster mode (partitions have followers; acks=all waits for the ISR)."""
         ...
 
+    @property
+    def reads_from_followers(self) -> bool:
+        """A consumer may be sent to read from a follower (KIP-392): never on a single node."""
+        ...
+
+    def is_follower(self, replica_id: int) -> bool:
+        """A Fetch or ListOffsets with this ``replica_id`` comes from a follower of this
+        broker's partitions (replica_id >= 0 in a cluster); a single node has none and reads
+        every replica id as a consumer's."""
+        ...
+
     def leader_error(self, topic: str, index: int) -> ErrorCode | None:
         """None when this broker may serve ``topic-index`` as its leader, else the error a
         client gets (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).  A single node leads
@@ -110,6 +123,14 @@ class Replicas(Protocol):
     def follower_partition(self, topic: str, index: int) -> Partition | None:
         """The local partition when this broker follows it (consumer fetch from a follower,
         KIP-392); always None on a single node."""
+        ...
+
+    def append_records(self, entries: Sequence[tuple[TopicPartition, memoryview]], required_acks: int,
+                       origin: AppendOrigin = ..., check: AppendCheck | None = None) -> Appends:
+        """The one door for writes (kbroker/replica/appends.py, Kafka's
+        ``ReplicaManager.appendRecords``): each entry's records appended to its partition as
+        leader, in order, before this returns (existence, internal topics, leadership, the
+        caller's ``check``, min ISR, validation); ``Appends.replicated`` waits for acks=all."""
         ...
 
     def wait_for_acks(self, required: dict[TopicPartition, int],

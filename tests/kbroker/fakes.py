@@ -31,6 +31,8 @@ def services(**ports: Any) -> Services:
     fields: dict[str, Any] = {
         "node_id": 1, "cluster_id": "test-cluster", "replicas": LocalReplicas(), "authorizer": ALLOW_ALL,
     }
+    if "catalog" in ports and "replicas" not in ports:   # a single node leads what the catalog holds
+        fields["replicas"] = LocalReplicas(ports["catalog"].partition)
     for name in Services.__dataclass_fields__:
         fields.setdefault(name, Missing(name))
     fields.update(ports)

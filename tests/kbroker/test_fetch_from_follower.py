@@ -92,6 +92,10 @@ class FakeReplicas:
         self.node_id = node_id
 
     replicated = True
+    reads_from_followers = True
+
+    def is_follower(self, replica_id: int) -> bool:
+        return replica_id >= 0
 
     def leader_error(self, topic: str, index: int):
         return None if self.leading else ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -72,7 +72,7 @@ class _State:
     def __init__(self, offsets_partitions: int | None, configured: int = 50) -> None:
         self.clock = ManualClock(1_000_000)
         self.static_config = SimpleNamespace(cluster_mode=False)
-        self.replicas = LocalReplicas()
+        self.replicas = LocalReplicas(self.partition)
         self.config = {
             "offsets.topic.num.partitions": configured, "offsets.topic.segment.bytes": 1 << 20,
             "offsets.load.buffer.size": 5 << 20, "offsets.commit.timeout.ms": 5000,

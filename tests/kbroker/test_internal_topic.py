@@ -18,6 +18,7 @@ from kbroker.coordinators.internal_topic import (
     open_host,
 )
 from kbroker.metadata.catalog import TopicInfo
+from kbroker.replica.appends import append_records
 from kbroker.replica.fetch_waiters import FetchWaiters
 from kbroker.replica.local_replicas import LocalReplicas
 from kbroker.replica.partition import Partition
@@ -70,12 +71,22 @@ class _ClusterReplicas:
 
     replicated = True
 
-    def __init__(self) -> None:
+    def __init__(self, partition_of: Any) -> None:
         self.leading: set[tuple[str, int]] = set()
         self.waits: list[tuple[dict[tuple[str, int], int], int]] = []
+        self._partition_of = partition_of
+
+    def append_records(self, entries: Any, required_acks: int, origin: AppendOrigin = AppendOrigin.CLIENT,
+                       check: Any = None) -> Any:
+        return append_records(entries, required_acks, origin, partition_of=self._partition_of,
+                              leader_error=self.leader_error, wait=self.wait_for_acks, check=check)
 
     def leader_error(self, topic: str, index: int) -> ErrorCode | None:
-        return None if (topic, index) in self.leading else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if (topic, index) in self.leading:
+            return None
+        # as the real one: a partition the cluster does not have (this fake: not held here) is unknown
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER if self._partition_of(topic, index) is not None \
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     async def wait_for_acks(self, required: dict[tuple[str, int], int], timeout_ms: int) -> dict[tuple[str, int], ErrorCode]:
         self.waits.append((dict(required), timeout_ms))
@@ -94,7 +105,7 @@ class _Broker:
         self.clock = ManualClock(1_700_000_000_000)
         self.topics: dict[str, TopicInfo] = {}
         self.partitions: dict[tuple[str, int], Any] = {}
-        self.replicas: Any = _ClusterReplicas() if cluster_mode else LocalReplicas()
+        self.replicas: Any = _ClusterReplicas(self.partition) if cluster_mode else LocalReplicas(self.partition)
         self.created: list[tuple[str, int, dict[str, str] | None]] = []
         self.creations = SimpleNamespace(ensure_topic=self._ensure_off_loop)
 

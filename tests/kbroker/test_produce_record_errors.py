@@ -22,7 +22,7 @@ class _Partition:
     def __init__(self, log: Log) -> None:
         self.log = log
 
-    def append_records_as_leader(self, records, required_acks=1):
+    def append_records_as_leader(self, records, required_acks=1, origin=None):
         return self.log.append_as_leader(records)
 
 
