@@ -13,7 +13,8 @@ Theory of operation
 * ``bench.micro`` are in-process micro-benchmarks of one layer (``wire`` codecs, ``log``
   storage, the cleaner) or, for the broker's request paths, a real broker process driven by
   the project's protocol client (``kbroker.client``) with the process's CPU read from /proc:
-  none reaches into the broker's state, so a refactor of ``kbroker/`` does not break them.
+  none reaches into the broker's state, so a refactor of ``kbroker/`` does not break them
+  (an import-linter contract in pyproject.toml keeps bench/ off kbroker's rooms).
 * A run's report replaces the suite's previous one and adds a row to its history table;
   the figures of earlier runs stay as rows of that table, not as folders per run.
 

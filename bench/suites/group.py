@@ -304,7 +304,7 @@ def commit_loop(conn: Connection, v: dict[int, int], group: str, generation: int
     while time.perf_counter() < deadline:
         n += 1
         req = m.OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
-                                    topics=[Topic(COMMIT_TOPIC, [Part(p, n, -1, -1, "") for p in range(partitions)])])
+                                    topics=[Topic(name=COMMIT_TOPIC, partitions=[Part(p, n, -1, -1, "") for p in range(partitions)])])
         resp = conn.call(req, v[8])
         for t in resp.topics:
             for p in t.partitions:
