@@ -174,7 +174,7 @@ bench-tls: $(VENV)/.bench-installed kafka-jars
 ## certs: test certificates (CA, broker PEM/PKCS12, client, a client of another CA) in certs/
 ## with openssl, for trying the SSL/SASL_SSL listeners (README "Security"); tests make their own
 certs:
-	$(PYTHON) tests/compat/security_certs.py certs
+	$(PYTHON) tests/support/security_certs.py certs
 
 clean:
 	rm -rf $(VENV) build *.egg-info

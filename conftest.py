@@ -48,22 +48,23 @@ def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
 _LONGEST = (
     "tests/tools/test_tools_vs_kafka.py",            # ~5 min on a worker beside 3 others
     "tests/cluster/test_replication_faults.py",      # ~5 min
-    "tests/wire/test_codec_roundtrip.py",
+    "tests/properties/wire/test_codec_roundtrip.py",
     "tests/compat/test_security_sasl.py",
     "tests/spark/",
     "tests/compat/test_security_ssl.py",
     "tests/compat/test_acls_sasl.py",
     "tests/tools/test_tools_acls.py",
-    "tests/wire/test_kafka_python_crosscheck.py",
+    "tests/properties/wire/test_kafka_python_crosscheck.py",
     "tests/compat/test_compaction.py",
     "tests/compat/test_quotas_confluent.py",
     "tests/compat/test_kafka_python.py",
     "tests/cluster/test_quotas_zookeeper.py",
     "tests/soak/test_soak_short.py",
 )
-# then the rest by directory: processes first, in-process unit tests last
+# then the rest by directory: processes first, then the property suites and the in-process
+# brokers, the unit tests last
 _SLOW_DIRS = ("tests/soak/", "tests/tools/", "tests/cluster/", "tests/compat/", "tests/console/",
-              "tests/wire/", "tests/log/", "tests/kbroker/")
+              "tests/support/", "tests/properties/", "tests/broker/", "tests/unit/")
 # directories whose modules are one unit of work for the xdist scheduler (one worker runs them
 # all): the Spark tests share one session-scoped SparkSession, a JVM worth starting once
 _ONE_UNIT = ("tests/spark/",)

@@ -17,7 +17,7 @@ maps, so the key order of the bytes is the iteration order of whichever map Kafk
   2n when the count reaches 0.75 n.
 
 Every function here was checked against Kafka 3.9.1's own ``ZkData`` output (Scala 2.13.15,
-JDK 17; see tests/cluster/test_znodes.py).  Keys are ``str`` (``String.hashCode``) or ``int``
+JDK 17; see tests/unit/cluster/test_znodes.py).  Keys are ``str`` (``String.hashCode``) or ``int``
 (``Integer.hashCode`` is the value).
 """
 

@@ -4,7 +4,7 @@ Source: ``core/src/main/scala/kafka/zk/ZkData.scala`` (Kafka 3.9.1).  Kafka seri
 Jackson (``kafka.utils.Json.encodeAsBytes``): compact (no spaces), UTF-8, keys in the
 iteration order of the Scala/Java map Kafka built (``cluster.jvm_order`` reproduces it), so
 the same state gives the same bytes as Kafka's ZooKeeper mode.  The exact bytes are checked
-against Kafka 3.9.1's own output in tests/cluster/test_znodes.py.
+against Kafka 3.9.1's own output in tests/unit/cluster/test_znodes.py.
 
 Formats written (the version Kafka 3.9 writes; decoders accept the older ones too):
 

@@ -8,7 +8,7 @@ runs an event loop; dependencies between packages point one way,
 
 Inside, the broker is cut into rooms, each a package whose ``__init__.py`` says what it is.
 Top to bottom, a room imports only rooms below it (pyproject.toml, "kbroker's rooms, one
-way"; no import cycle anywhere, tests/test_import_graph.py):
+way"; no import cycle anywhere, tests/unit/test_import_graph.py):
 
 - ``testing``: the pytest plugin other projects install;
 - ``app``: the composition root (``Broker``; ``wiring.assemble`` builds the ``Services``);

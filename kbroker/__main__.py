@@ -67,7 +67,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _serve_main(argv: list[str]) -> int:
     """``kbroker serve ...``: parsed by argparse exactly as before the tools existed (the
-    Makefile, tests/compat/broker_process.py and the cluster harness start brokers so)."""
+    Makefile, tests/support/broker_process.py and the cluster harness start brokers so)."""
     ap = argparse.ArgumentParser(prog="kbroker serve", description="start a broker (like kafka-server-start.sh)")
     ap.add_argument("properties", nargs="?", help="a server.properties file")
     ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",

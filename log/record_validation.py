@@ -16,7 +16,7 @@ Two layers, so that a valid batch costs one pass over its bytes and no allocatio
   whether offset deltas are 0..n-1), or raises :class:`MalformedRecordError` with Kafka's
   message.  It is the C function ``log._record_scan.scan`` (log/_record_scan.c, built by
   ``pip install -e .`` through setup.py), or, when that module is not built, the Python twin
-  :func:`scan_records_py` (same results and messages; ``tests/log/test_validator.py`` holds
+  :func:`scan_records_py` (same results and messages; ``tests/unit/log/test_validator.py`` holds
   them to it).  From the summary :func:`check_records` decides in O(1) that every key and
   timestamp is fine, the common case.
 * only when the summary says some record may fail (a keyless record on a compacted topic, a

@@ -1,5 +1,5 @@
 """Settings for every test: Hypothesis without its timing checks, and the ``needs_tool`` mark
-(tests/requirements_helper.py: a missing tool skips a test, or fails it under CI=true).
+(tests/support/requirements_helper.py: a missing tool skips a test, or fails it under CI=true).
 
 Hypothesis fails an example that runs past ``deadline`` (200 ms by default) and a test whose
 data generation is "too slow"; both measure wall time, so on a busy machine (2 cores, several
@@ -11,7 +11,7 @@ applies on top).
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.requirements_helper import check_marks
+from tests.support.requirements_helper import check_marks
 
 settings.register_profile("kbroker", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("kbroker")
@@ -19,7 +19,7 @@ settings.load_profile("kbroker")
 
 def pytest_configure(config):  # type: ignore[no-untyped-def]
     config.addinivalue_line("markers", "needs_tool(present, reason): skip, or fail under CI=true, "
-                                       "when a tool the test runs is missing (tests/requirements_helper.py)")
+                                       "when a tool the test runs is missing (tests/support/requirements_helper.py)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before the test's fixtures start brokers that need the tool

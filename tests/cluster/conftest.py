@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.zookeeper_process import JARS, ZooKeeperProcess
+from tests.support.zookeeper_process import JARS, ZooKeeperProcess
 
 
 @pytest.fixture(scope="module")

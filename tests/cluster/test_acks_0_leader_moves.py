@@ -17,7 +17,7 @@ from kafka import TopicPartition as KTopicPartition
 from kafka.admin import KafkaAdminClient
 
 from cluster import znodes
-from tests.cluster.cluster_processes import DEADLINE_S, Cluster, wait_until
+from tests.support.cluster_processes import DEADLINE_S, Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(600)
 

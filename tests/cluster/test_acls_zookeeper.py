@@ -25,7 +25,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.support.cluster_processes import Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(600)
 

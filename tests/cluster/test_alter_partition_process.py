@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster import znodes
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.support.cluster_processes import Cluster, wait_until
 from wire.error_codes import ErrorCode
 from wire.messages import AlterPartitionRequest, ApiVersionsRequest, MetadataRequest
 

@@ -20,8 +20,8 @@ from confluent_kafka.admin import (
 )
 
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic
+from tests.support.cluster_processes import Cluster, wait_until
 from wire.messages import IncrementalAlterConfigsRequest
 
 pytestmark = pytest.mark.timeout(600)

@@ -19,8 +19,8 @@ from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 
 from cluster import znodes
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.cluster.test_cluster_processes import admin, create_topic, leaders
+from tests.support.cluster_processes import Cluster, wait_until
 from wire.error_codes import ErrorCode
 from wire.java_hash import partition_for
 from wire.messages import (

@@ -20,9 +20,9 @@ from kazoo.client import KazooClient
 
 from cluster import znodes
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
-from tests.compat.broker_process import ROOT, BrokerProcess, free_port
-from tests.compat.java_admin import java_client_classpath
+from tests.support.broker_process import ROOT, BrokerProcess, free_port
+from tests.support.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
+from tests.support.java_admin import java_client_classpath
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ApiVersionsRequest,
@@ -124,7 +124,7 @@ def test_kcat_and_the_python_clients_see_three_brokers_and_the_controller(cluste
 
 def test_the_java_admin_client_sees_three_brokers_and_the_controller(cluster):
     controller, _ = cluster.controller()
-    done = subprocess.run(["java", "-cp", java_client_classpath(), str(ROOT / "tests/cluster/java/DescribeCluster.java"),
+    done = subprocess.run(["java", "-cp", java_client_classpath(), str(ROOT / "tests/support/java/DescribeCluster.java"),
                            cluster.brokers[2].bootstrap], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()

@@ -12,7 +12,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.tools.client import Client
-from tests.cluster.cluster_processes import DEADLINE_S, Cluster, wait_until
+from tests.support.cluster_processes import DEADLINE_S, Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -13,8 +13,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.compat.java_admin import describe_topics
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.java_admin import describe_topics
 from wire.messages import ZERO_UUID, MetadataRequest
 from wire.messages import DescribeTopicPartitionsRequest as Req
 

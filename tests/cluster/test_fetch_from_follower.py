@@ -20,8 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.interbroker.broker_channel import send_once
 from kbroker.replica.replica_selector import RACK_AWARE_SELECTOR
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
+from tests.support.cluster_processes import Cluster, wait_until
 from wire.error_codes import ErrorCode
 from wire.messages import FetchRequest
 from wire.record_batch import iter_batches

@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster.cluster_processes import Cluster, metered_cluster, wait_until
-from tests.cluster.replication_checker import compare_replicas
-from tests.compat.metrics_scrape import scrape_unlabelled
+from tests.support.cluster_processes import Cluster, metered_cluster, wait_until
+from tests.support.metrics_scrape import scrape_unlabelled
+from tests.support.replication_checker import compare_replicas
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster.cluster_processes import Cluster, metered_cluster, wait_until
-from tests.compat.metrics_scrape import scrape_unlabelled
 from tests.console.helpers import ConsoleProcess, cells, get
+from tests.support.cluster_processes import Cluster, metered_cluster, wait_until
+from tests.support.metrics_scrape import scrape_unlabelled
 
 pytestmark = pytest.mark.timeout(600)
 

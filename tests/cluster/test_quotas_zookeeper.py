@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.compat.kafka_tools import kafka_configs
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.kafka_tools import kafka_configs
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -14,7 +14,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
 from cluster import znodes
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.support.cluster_processes import Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -18,8 +18,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.cluster.replication_checker import compare_replicas
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.replication_checker import compare_replicas
 from wire.error_codes import ErrorCode
 from wire.messages import ProduceRequest
 from wire.record_batch import build_batch

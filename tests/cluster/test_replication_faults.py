@@ -1,7 +1,7 @@
 """Issue 14's acceptance scenarios: three kbroker processes and a real ZooKeeper, a topic with
 replication factor 3 and min.insync.replicas=2, an idempotent acks=all confluent-kafka load
-(tests/cluster/load_client.py) recording every acknowledgement, a fault, and then the
-checkers (tests/cluster/replication_checker.py): no acknowledged record lost, none
+(tests/support/load_client.py) recording every acknowledgement, a fault, and then the
+checkers (tests/support/replication_checker.py): no acknowledged record lost, none
 duplicated or misplaced, offsets contiguous, every replica byte-identical below the high
 watermark once quiet.
 
@@ -19,10 +19,10 @@ import time
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from tests.cluster import faults
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.cluster.load_client import LoadProcess
-from tests.cluster.replication_harness import (
+from tests.support import faults
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.load_client import LoadProcess
+from tests.support.replication_harness import (
     REPLICATION_OVERRIDES,
     create_topic,
     partition_state,
@@ -34,7 +34,7 @@ from tests.cluster.replication_harness import (
     wait_until_registered,
     wait_until_unregistered,
 )
-from tests.cluster.zookeeper_process import JARS, ZooKeeperProcess
+from tests.support.zookeeper_process import JARS, ZooKeeperProcess
 
 pytestmark = pytest.mark.timeout(420)
 

@@ -1,7 +1,7 @@
 """Issue 14 with Kafka's own Java producer (kafka-clients, as `make test` has it for Spark):
 an idempotent acks=all load over three partitions of a replication-factor-3 topic while the
 leader of each partition in turn is killed -9 and restarted; then the checkers
-(tests/cluster/replication_checker.py): every acknowledged record is read back once, at its
+(tests/support/replication_checker.py): every acknowledged record is read back once, at its
 acknowledged offset, offsets contiguous, every replica byte-identical below the HW."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import faults
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.cluster.replication_harness import (
+from tests.support import faults
+from tests.support.broker_process import ROOT
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.java_admin import java_client_classpath
+from tests.support.replication_harness import (
     REPLICATION_OVERRIDES,
     create_topic,
     partition_state,
@@ -22,9 +24,7 @@ from tests.cluster.replication_harness import (
     wait_for_full_isr,
     wait_for_leader,
 )
-from tests.cluster.zookeeper_process import JARS, ZooKeeperProcess
-from tests.compat.broker_process import ROOT
-from tests.compat.java_admin import java_client_classpath
+from tests.support.zookeeper_process import JARS, ZooKeeperProcess
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -55,7 +55,7 @@ def test_the_java_producer_loses_and_duplicates_nothing_while_each_partitions_le
     create_topic(cluster, topic, partitions)
     history, stop = tmp_path / "java.jsonl", tmp_path / "stop"
     proc = subprocess.Popen(
-        ["java", "-cp", java_client_classpath(), str(ROOT / "tests/cluster/java/AckedProducer.java"),
+        ["java", "-cp", java_client_classpath(), str(ROOT / "tests/support/java/AckedProducer.java"),
          cluster.bootstrap, topic, str(partitions), "1000000", str(history), str(stop)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

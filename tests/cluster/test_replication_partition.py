@@ -1,4 +1,4 @@
-"""A network partition (tests/cluster/netns.py): ZooKeeper, the three brokers and the load
+"""A network partition (tests/support/netns.py): ZooKeeper, the three brokers and the load
 client each run in their own network namespace, joined by a bridge in a hub namespace.  A
 partition leader is cut off from ZooKeeper and from the other brokers (iptables DROP inside
 its namespace; the client can still reach it, so it is a zombie that clients keep talking
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster import netns
-from tests.cluster.cluster_processes import Cluster
-from tests.cluster.load_client import LoadProcess
-from tests.cluster.replication_harness import (
+from tests.support import netns
+from tests.support.cluster_processes import Cluster
+from tests.support.load_client import LoadProcess
+from tests.support.replication_harness import (
     REPLICATION_OVERRIDES,
     NetnsZooKeeper,
     create_topic,
@@ -26,7 +26,7 @@ from tests.cluster.replication_harness import (
     wait_until_registered,
     wait_until_unregistered,
 )
-from tests.cluster.zookeeper_process import JARS
+from tests.support.zookeeper_process import JARS
 
 pytestmark = [pytest.mark.timeout(420),
               *netns.pytest_marks()]

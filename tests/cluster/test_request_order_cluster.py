@@ -31,8 +31,8 @@ import pytest
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, Producer, TopicPartition
 
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic, leaders
+from tests.support.cluster_processes import Cluster, wait_until
 from wire.java_hash import partition_for
 from wire.messages import FindCoordinatorRequest
 

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.support.cluster_processes import Cluster, wait_until
 from wire.messages import MetadataRequest
 
 pytestmark = pytest.mark.timeout(600)

@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.compat.broker_process import BrokerProcess, free_port
-from tests.compat.kafka_tools import kafka_configs
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.kafka_tools import kafka_configs
 
 pytestmark = pytest.mark.timeout(600)
 

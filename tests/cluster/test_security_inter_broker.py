@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.compat.broker_process import BrokerProcess, free_port
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.cluster_processes import Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -6,8 +6,8 @@ still polling when the signal lands; then the controller.
 The controller's stop used to log "Task was destroyed but it is pending!" for a link of
 its ``BrokerChannel`` and "RuntimeError: Event loop is closed" after "shut down cleanly"
 (a link closed as its response arrived lost the cancellation in Python 3.11's
-``wait_for``, tests/kbroker/test_shutdown_tasks.py).  The whole output of each stopped
-process is checked (tests/compat/shutdown_log.py): no ERROR line, no traceback, no task
+``wait_for``, tests/broker/test_shutdown_tasks.py).  The whole output of each stopped
+process is checked (tests/support/shutdown_log.py): no ERROR line, no traceback, no task
 destroyed pending or left for kbroker's last-resort sweep, and the "shut down cleanly" line.
 """
 
@@ -20,8 +20,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.compat.shutdown_log import shutdown_problems
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.shutdown_log import shutdown_problems
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.support.cluster_processes import Cluster, wait_until
 from tests.tools.helpers import TOPIC_COMMAND, kafka_jars_present, kafka_tool, kbroker
 
 

@@ -23,7 +23,7 @@ from log.partition_metadata_file import (
     PartitionMetadataFile,
     encode_partition_metadata,
 )
-from tests.cluster.cluster_processes import DEADLINE_S, Cluster, wait_until
+from tests.support.cluster_processes import DEADLINE_S, Cluster, wait_until
 from wire.error_codes import ErrorCode
 from wire.messages import DeleteTopicsRequest, MetadataRequest
 

@@ -1,6 +1,6 @@
 """Exactly once on a 3-broker cluster (real ZooKeeper) while the transaction coordinator's
 broker is killed: the confluent-kafka consume-transform-produce worker
-(tests/compat/eos_worker.py) runs over 100,000 records; first the broker leading the
+(tests/support/eos_worker.py) runs over 100,000 records; first the broker leading the
 transactional id's ``__transaction_state`` partition (FindCoordinator key type 1), then the
 one leading the group's ``__consumer_offsets`` partition (key type 0) is killed with
 SIGKILL and restarted, so each coordinator moves to another broker, which loads the
@@ -20,8 +20,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.compat.eos_run import EosWorker, check_exactly_once, produce_input
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.eos_run import EosWorker, check_exactly_once, produce_input
 from wire.messages import FindCoordinatorRequest
 
 pytestmark = pytest.mark.timeout(1800)

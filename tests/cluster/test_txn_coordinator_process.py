@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
+from tests.support.cluster_processes import SESSION_TIMEOUT_MS, Cluster, wait_until
 from wire.error_codes import ErrorCode
 from wire.messages import (
     AddPartitionsToTxnRequest,

@@ -12,8 +12,8 @@ import os
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from tests.cluster.cluster_processes import Cluster, wait_until
 from tests.cluster.test_cluster_processes import create_topic, leaders
+from tests.support.cluster_processes import Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 TOPIC = "txn-rep"

@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
 )
 
 from cluster import znodes
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.support.cluster_processes import Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -13,7 +13,7 @@ import pytest
 from cluster import znodes
 from cluster.coordination import NodeExistsError, SessionState
 from kbroker.zk.zk_client import ZkClient, ZkConnectionTimeoutError
-from tests.cluster.zookeeper_process import ROOT, ZooKeeperProcess, free_port
+from tests.support.zookeeper_process import ROOT, ZooKeeperProcess, free_port
 
 
 def registration(broker_id: int, port: int) -> znodes.BrokerRegistration:

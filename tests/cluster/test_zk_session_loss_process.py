@@ -21,7 +21,7 @@ import time
 import pytest
 
 from kbroker.interbroker.broker_channel import send_once
-from tests.cluster.cluster_processes import Cluster, wait_until
+from tests.support.cluster_processes import Cluster, wait_until
 from wire.error_codes import ErrorCode
 from wire.messages import CreateTopicsRequest
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
 from tests.compat.test_bad_input import (
     Raw,
     a_batch,
@@ -21,6 +20,7 @@ from tests.compat.test_bad_input import (
     metadata_request,
     produce_request,
 )
+from tests.support.broker_process import BrokerProcess
 from wire.headers import encode_request
 from wire.messages import (
     FetchRequest,

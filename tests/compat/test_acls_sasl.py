@@ -26,8 +26,8 @@ from kafka.admin import (
 )
 from kafka.errors import TopicAuthorizationFailedError
 
-from tests.compat.broker_process import BrokerProcess, free_port
-from tests.compat.kafka_tools import JARS, kafka_acls
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.kafka_tools import JARS, kafka_acls
 
 pytestmark = pytest.mark.timeout(300)
 

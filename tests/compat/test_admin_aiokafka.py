@@ -23,7 +23,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, Records
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.protocol.admin import AlterConfigsRequest
 
-from tests.compat.admin_helpers import (
+from tests.support.admin_helpers import (
     DEFAULT_CONFIG,
     DEFAULT_MAX_MESSAGE_BYTES,
     DYNAMIC_BROKER_CONFIG,

@@ -33,7 +33,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.compat.admin_helpers import (
+from tests.support.admin_helpers import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_RETENTION_MS,
     DEFAULT_SEGMENT_BYTES,

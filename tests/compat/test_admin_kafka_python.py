@@ -26,7 +26,7 @@ from kafka.errors import (
 )
 from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from tests.compat.admin_helpers import (
+from tests.support.admin_helpers import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_RETENTION_MS,
     DEFAULT_SEGMENT_BYTES,

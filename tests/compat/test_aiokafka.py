@@ -20,7 +20,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.codec import has_gzip, has_lz4, has_snappy, has_zstd
 from aiokafka.protocol.api import Request
 
-from tests.compat.py_clients_workload import (
+from tests.support.py_clients_workload import (
     NUM_PARTITIONS,
     brute_force_offset_for_time,
     lookup_targets,

@@ -26,7 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.client import Connection, ConnectionClosed
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 from wire.codec import decode_at
 from wire.headers import decode_request_header, decode_response, encode_request
 from wire.messages import (

@@ -31,8 +31,8 @@ from confluent_kafka.admin import (
 
 from log.checkpoint import OffsetCheckpointFile
 from log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT_FILE
-from tests.compat.admin_helpers import wait_until
 from tests.compat.test_confluent_kafka import Rec, consume_all, create_topic, produce_all
+from tests.support.admin_helpers import wait_until
 
 N_RECORDS = 100_000
 N_KEYS = 1_000

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from tests.compat.admin_helpers import wait_until
 from tests.compat.test_compaction import BROKER, alter, assert_view, compact, expected, fill
+from tests.support.admin_helpers import wait_until
 
 
 def worker_pids(broker_pid: int) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from confluent_kafka import OFFSET_INVALID, Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 from tests.tools.helpers import kbroker
 
 DEADLINE_S = 60.0

@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.client import Connection
-from tests.compat.java_admin import describe_topics
+from tests.support.java_admin import describe_topics
 from wire.error_codes import ErrorCode
 from wire.messages import DescribeTopicPartitionsRequest as Req
 from wire.messages import MetadataRequest

@@ -29,8 +29,8 @@ import struct
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
 from tests.compat.test_bad_input import Raw, produce_request
+from tests.support.broker_process import BrokerProcess
 from wire.messages import FetchRequest, FetchResponse, ProduceResponse
 from wire.record_batch import build_batch
 

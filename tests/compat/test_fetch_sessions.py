@@ -12,10 +12,10 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from tests.compat.broker_process import free_port
-from tests.compat.java_admin import JAVA_DIR
-from tests.compat.metrics_scrape import scrape_unlabelled
 from tests.compat.test_topic_ids import java_clients
+from tests.support.broker_process import free_port
+from tests.support.java_admin import JAVA_DIR
+from tests.support.metrics_scrape import scrape_unlabelled
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(600)]
 DEADLINE_S = 60.0

@@ -28,7 +28,7 @@ from aiokafka.coordinator.protocol import (
 from aiokafka.protocol.admin import DeleteGroupsRequest
 from aiokafka.structs import OffsetAndMetadata
 
-from tests.compat.py_clients_workload import watchdog  # noqa: F401  (fixture, used via pytestmark)
+from tests.support.py_clients_workload import watchdog  # noqa: F401  (fixture, used via pytestmark)
 
 pytestmark = pytest.mark.usefixtures("watchdog")
 

@@ -14,8 +14,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from groups.records import decode_key, decode_value
-from tests.compat.broker_process import BrokerProcess
-from tests.compat.group_helpers import create_topic, produce_numbers, wait_for_a_settled_split
+from tests.support.broker_process import BrokerProcess
+from tests.support.group_helpers import create_topic, produce_numbers, wait_for_a_settled_split
 from wire.messages import OffsetCommitKey, OffsetCommitValue
 from wire.record_batch import iter_batches
 

@@ -20,7 +20,7 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.structs import OffsetAndMetadata
 
-from tests.compat.py_clients_workload import watchdog  # noqa: F401  (fixture, used via pytestmark)
+from tests.support.py_clients_workload import watchdog  # noqa: F401  (fixture, used via pytestmark)
 
 pytestmark = pytest.mark.usefixtures("watchdog")
 

@@ -13,8 +13,8 @@ from itertools import pairwise
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from tests.compat.group_helpers import create_topic, produce_numbers, wait_for_a_settled_split
-from tests.compat.group_member import MemberProcess
+from tests.support.group_helpers import create_topic, produce_numbers, wait_for_a_settled_split
+from tests.support.group_member import MemberProcess
 
 TOPIC = "clicks"
 

@@ -24,7 +24,7 @@ from confluent_kafka.admin import (
 
 from groups import partition_for
 from kbroker.client import Connection
-from tests.compat.group_helpers import create_topic
+from tests.support.group_helpers import create_topic
 from wire.messages import (
     FindCoordinatorRequest,
     MetadataRequest,

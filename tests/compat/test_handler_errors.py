@@ -20,8 +20,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
 from tests.compat.test_bad_input import Raw, a_batch, metadata_request, produce_request
+from tests.support.broker_process import BrokerProcess
 from wire.headers import encode_request
 from wire.messages import (
     ApiVersionsRequest,

@@ -30,7 +30,7 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from tests.compat.py_clients_workload import (
+from tests.support.py_clients_workload import (
     NUM_PARTITIONS,
     brute_force_max_timestamp,
     brute_force_offset_for_time,

@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import ROOT, free_port
-from tests.compat.metrics_scrape import scrape_labelled
+from tests.support.broker_process import ROOT, free_port
+from tests.support.metrics_scrape import scrape_labelled
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(300)]
 

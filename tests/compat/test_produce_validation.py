@@ -30,8 +30,8 @@ import crc32c
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
-from tests.kbroker.wire_client import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire_client import WireClient
 from wire.compression import compress, decompress
 from wire.messages import (
     FetchRequest,

@@ -9,7 +9,7 @@ machine is, only on the broker's accounting (the slow client must have been thro
 proves it had more to send than its quota).  There is no lower bound here: a busy machine
 leaves the client below its quota on its own (0.4 MiB/s seen at load 6); that the accounting
 does not hold a client below its quota is checked on a simulated clock
-(tests/kbroker/test_authorizer_quotas.py).
+(tests/unit/kbroker/security/test_authorizer_quotas.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.kafka_tools import kafka_configs
+from tests.support.kafka_tools import kafka_configs
 
 pytestmark = pytest.mark.timeout(300)
 

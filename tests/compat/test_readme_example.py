@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.broker_process import ROOT, BrokerProcess
+from tests.support.broker_process import ROOT, BrokerProcess
 
 
 def _readme_example() -> str:

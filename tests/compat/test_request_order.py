@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 SLOW_APPEND_MS = 40
 SLOW_VERIFY_MS = 300

@@ -19,7 +19,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from tests.compat.security_helpers import (
+from tests.compat.test_bad_input import Raw, frame
+from tests.support.security_helpers import (
     MECHANISMS,
     USERS,
     ScramClient,
@@ -27,7 +28,6 @@ from tests.compat.security_helpers import (
     confluent_conf,
     start_secure_broker,
 )
-from tests.compat.test_bad_input import Raw, frame
 from wire.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -312,7 +312,7 @@ def test_confluent_kafka_keeps_producing_across_re_authentications(tmp_path):
 
 # ---------------------------------------------------------------- Kafka's kafka-configs
 def test_kafka_configs_adds_describes_and_deletes_scram_users_that_then_log_in(secure):
-    from tests.compat.kafka_tools import kafka_configs
+    from tests.support.kafka_tools import kafka_configs
 
     kafka_configs(secure.bootstrap, "--alter", "--entity-type", "users", "--entity-name", "carol",
                   "--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-pw],SCRAM-SHA-512=[password=carol-pw]")

@@ -19,9 +19,9 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from tests.compat.broker_process import free_port
-from tests.compat.security_certs import CLIENT_DN, make_certs
-from tests.compat.security_helpers import (
+from tests.support.broker_process import free_port
+from tests.support.security_certs import CLIENT_DN, make_certs
+from tests.support.security_helpers import (
     USERS,
     aiokafka_round_trip,
     confluent_conf,
@@ -220,7 +220,7 @@ def read_until_closed(sock: socket.socket) -> bool:
 
 # ---------------------------------------------------------------- Kafka's Java clients
 def java_produce_consume(bootstrap: str, topic: str, props: dict[str, str]) -> str:
-    from tests.compat.java_admin import JAVA_DIR, java_client_classpath
+    from tests.support.java_admin import JAVA_DIR, java_client_classpath
 
     done = subprocess.run(["java", "-cp", java_client_classpath(), str(JAVA_DIR / "SecureProduceConsume.java"),
                            bootstrap, topic, "10", *(f"{k}={v}" for k, v in props.items())],

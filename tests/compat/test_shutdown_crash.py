@@ -18,7 +18,7 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 PARTITIONS = 2000
 RECORDS = 3   # per partition

@@ -3,7 +3,7 @@
 * SIGTERM after produce (acks=all, idempotent, a committed transaction) and a consumer
   group's commits, with a consumer still polling when the signal lands: the broker's whole
   log has no ERROR line, no traceback, nothing of a task destroyed with the event loop
-  (tests/compat/shutdown_log.py), and says it shut down cleanly.
+  (tests/support/shutdown_log.py), and says it shut down cleanly.
 * A restart after kill -9 recovers every partition at Kafka's levels: Kafka (4.3.1,
   LogManager.loadLogs / LogLoader.recoverLog) logs "Recovering N logs ... since no clean
   shutdown file was found" and each unflushed segment's recovery at INFO, and does not
@@ -20,8 +20,8 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
-from tests.compat.shutdown_log import shutdown_problems
+from tests.support.broker_process import BrokerProcess
+from tests.support.shutdown_log import shutdown_problems
 
 DEADLINE_S = 60.0
 

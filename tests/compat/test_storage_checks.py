@@ -13,7 +13,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from tests.compat.broker_process import ROOT, BrokerProcess, free_port
+from tests.support.broker_process import ROOT, BrokerProcess, free_port
 
 from .test_restarts import create_topic
 

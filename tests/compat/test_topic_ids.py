@@ -16,9 +16,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.client import Connection
 from log.partition_metadata_file import PartitionMetadataFile
-from tests.compat.java_admin import JAVA_DIR, java_client_classpath
-from tests.compat.request_recorder import RequestRecorder
-from tests.requirements_helper import missing_tool
+from tests.support.java_admin import JAVA_DIR, java_client_classpath
+from tests.support.request_recorder import RequestRecorder
+from tests.support.requirements_helper import missing_tool
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ZERO_UUID,
@@ -94,7 +94,7 @@ def test_librdkafka_fetches_by_topic_id_with_fetch_v16_and_reads_exact_records(r
 
 def java_clients(version: str) -> str:
     """The classpath with kafka-clients ``version`` (3.9: spark_it/jars, 4.3: bench/kafka/jars)."""
-    from tests.compat.broker_process import ROOT
+    from tests.support.broker_process import ROOT
 
     jars = sorted((ROOT / "spark_it" / "jars").glob(f"kafka-clients-{version}*.jar")) + sorted(
         (ROOT / "bench" / "kafka" / "jars").glob(f"kafka-clients-{version}*.jar"))

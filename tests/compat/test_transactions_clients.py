@@ -1,5 +1,5 @@
 """Transactions with each stock client against a real broker process: commits and aborts
-interleaved over three partitions (tests/compat/txn_workload.py's scenario); a
+interleaved over three partitions (tests/support/txn_workload.py's scenario); a
 read_committed consumer sees exactly the committed records in order with no markers, a
 read_uncommitted one every record, both at their exact offsets (marker gaps included).
 Also: consume-transform-produce with ``send_offsets_to_transaction`` (the group's offsets
@@ -14,9 +14,9 @@ import subprocess
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.compat.broker_process import ROOT
-from tests.compat.java_admin import java_client_classpath
-from tests.compat.txn_workload import (
+from tests.support.broker_process import ROOT
+from tests.support.java_admin import java_client_classpath
+from tests.support.txn_workload import (
     PARTITIONS,
     PER_PARTITION,
     TXNS,
@@ -87,7 +87,7 @@ def test_java_producer_transactions_and_describe_producers(broker):
     create_topic(broker.bootstrap, TOPIC)
     commits = "".join("C" if c else "A" for c in TXNS)
     done = subprocess.run(
-        ["java", "-cp", java_client_classpath(), str(ROOT / "tests/compat/java/TxnProducer.java"),
+        ["java", "-cp", java_client_classpath(), str(ROOT / "tests/support/java/TxnProducer.java"),
          broker.bootstrap, TOPIC, "java", str(PARTITIONS), str(PER_PARTITION), commits],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,5 +1,5 @@
 """Exactly once through kill -9: a confluent-kafka consume-transform-produce loop
-(tests/compat/eos_worker.py, send_offsets_to_transaction) over 100,000 records while the
+(tests/support/eos_worker.py, send_offsets_to_transaction) over 100,000 records while the
 broker process is killed with SIGKILL three times and restarted on the same data, and the
 worker itself is killed once and replaced by a new one (whose init_transactions aborts the
 transaction the dead one left open); the output read with read_committed is the input,
@@ -8,8 +8,8 @@ after one of those kills, never for a fatal error, and no librdkafka call of it 
 
 from __future__ import annotations
 
-from tests.compat.eos_run import EosWorker, check_exactly_once, produce_input
-from tests.compat.txn_workload import create_topic
+from tests.support.eos_run import EosWorker, check_exactly_once, produce_input
+from tests.support.txn_workload import create_topic
 
 N = 100_000
 PARTITIONS = 4

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.compat.admin_helpers import wait_until
-from tests.compat.eos_run import end_offsets
-from tests.compat.kafka_tools import kafka_tool
-from tests.compat.txn_workload import (
+from tests.support.admin_helpers import wait_until
+from tests.support.eos_run import end_offsets
+from tests.support.kafka_tools import kafka_tool
+from tests.support.txn_workload import (
     END,
     PARTITIONS,
     PER_PARTITION,

@@ -12,7 +12,7 @@ import re
 
 from confluent_kafka import Producer
 
-from tests.compat.kafka_tools import kafka_tool
+from tests.support.kafka_tools import kafka_tool
 from wire.java_hash import partition_for
 
 TXN_ID = "tx-dump"

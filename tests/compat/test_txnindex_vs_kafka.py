@@ -14,8 +14,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess
-from tests.requirements_helper import needs_tool
+from tests.support.broker_process import BrokerProcess
+from tests.support.requirements_helper import needs_tool
 
 JARS = Path(__file__).resolve().parents[2] / "bench" / "kafka" / "jars"
 pytestmark = needs_tool(any(JARS.glob("kafka-clients-*.jar")), "Apache Kafka jars missing: run `make kafka-jars`")

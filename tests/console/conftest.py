@@ -17,8 +17,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from selenium.common.exceptions import StaleElementReferenceException
 
-from tests.compat.broker_process import BrokerProcess, free_port
-from tests.requirements_helper import missing_tool
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.requirements_helper import missing_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"

@@ -10,7 +10,7 @@ import threading
 import time
 import urllib.request
 
-from tests.compat.broker_process import ROOT, free_port
+from tests.support.broker_process import ROOT, free_port
 
 _LISTENING = re.compile(r"console on (http://\S+/)")
 

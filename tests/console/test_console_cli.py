@@ -15,9 +15,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.compat.broker_process import BrokerProcess, free_port
 from tests.console.helpers import ConsoleProcess, cells, get
-from tests.requirements_helper import missing_tool
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.requirements_helper import missing_tool
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(600)]
 
@@ -111,7 +111,7 @@ def test_a_page_of_an_unreachable_cluster_answers_502_with_the_reason(console_fo
 
 
 def test_a_brokers_own_console_reads_through_its_plaintext_listener_when_the_first_needs_sasl(tmp_path: Path):
-    from tests.compat.security_helpers import PLAIN_JAAS
+    from tests.support.security_helpers import PLAIN_JAAS
 
     sasl_port, plain_port, console_port, metrics_port = free_port(), free_port(), free_port(), free_port()
     broker = BrokerProcess(tmp_path / "data", port=sasl_port, overrides={

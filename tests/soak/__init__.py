@@ -3,7 +3,7 @@ in order): ``make soak [SOAK_MINUTES=30]`` or ``python -m tests.soak --minutes N
 variant runs in ``make test`` (test_soak_short.py).
 
 Theory of operation.  A real ZooKeeper and three real kbroker processes (environment.py;
-each in a network namespace of its own when run as root, tests/cluster/netns.py) serve two
+each in a network namespace of its own when run as root, tests/support/netns.py) serve two
 topics of 3 partitions, replication factor 3, min.insync.replicas=2, and the internal
 ``__consumer_offsets`` and ``__transaction_state`` with the same replication.  Stock
 confluent-kafka clients, each a child process (workers.py, producers.py, consumers.py),

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # What an unhandled exception looks like in a kbroker's output (stdout+stderr of every start
-# of the broker, as tests/compat/broker_process.py collects it).  Each is a sign that code
+# of the broker, as tests/support/broker_process.py collects it).  Each is a sign that code
 # failed in a way nobody handled, not an expected refusal (those are answered as Kafka error
 # codes and logged at INFO/WARNING):
 LOG_PATTERNS: dict[str, re.Pattern[str]] = {

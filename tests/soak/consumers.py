@@ -43,8 +43,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from tests.compat.eos_worker import bounded
 from tests.soak.workers import Out, Stop, common_client_config, now_ms
+from tests.support.eos_worker import bounded
 
 DRAIN_S = 30.0   # at the end, how long a member waits for its in-flight commits' answers
 CLOSE_WAIT_S = 120.0   # then how long it waits for the others' final fetches before leaving

@@ -1,5 +1,5 @@
 """The soak's cluster: one ZooKeeper and three kbroker brokers, each in a network namespace of
-its own when the machine allows it (tests/cluster/netns.py: root, ``ip``, ``iptables``), so
+its own when the machine allows it (tests/support/netns.py: root, ``ip``, ``iptables``), so
 the nemesis can cut a broker off; on loopback otherwise (no partition fault then).
 
 Every client the soak runs (tests/soak/workers.py) is a child process started with
@@ -17,15 +17,15 @@ from typing import Any, TypeVar
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster import faults, netns
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.cluster.replication_harness import (
+from tests.support import faults, netns
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.replication_harness import (
     REPLICATION_OVERRIDES,
     NetnsZooKeeper,
     netns_broker_factory,
     states,
 )
-from tests.cluster.zookeeper_process import JARS, ZooKeeperProcess
+from tests.support.zookeeper_process import JARS, ZooKeeperProcess
 from wire.java_hash import partition_for
 
 T = TypeVar("T")

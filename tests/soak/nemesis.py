@@ -10,7 +10,7 @@ coordinating a transactional producer, and one at random.
   leaders, restart it;
 - ``pause``: SIGSTOP a broker past its ZooKeeper session (a zombie leader: its partitions get
   other leaders while it sleeps), then SIGCONT;
-- ``partition``: cut a broker off from ZooKeeper and the other brokers (tests/cluster/netns.py;
+- ``partition``: cut a broker off from ZooKeeper and the other brokers (tests/support/netns.py;
   clients still reach it, so it is a zombie they keep talking to), wait for the failover,
   heal; needs the network lab;
 - ``zk_restart``: SIGTERM ZooKeeper and start it again (its data dir kept);
@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tests.cluster import faults
 from tests.soak.environment import OFFSETS_TOPIC, TXN_STATE_TOPIC, SoakCluster
+from tests.support import faults
 
 KINDS = ("kill9", "pause", "partition", "zk_restart", "roll")
 STEP_S = 120.0      # one wait within a fault (a session ending, a failover, a restart)

@@ -30,8 +30,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from tests.compat.eos_worker import bounded
 from tests.soak.workers import Out, Stop, common_client_config, now_ms
+from tests.support.eos_worker import bounded
 
 TXN_CALL_TIMEOUT_S = 30
 END_ATTEMPTS = 10   # a retriable commit/abort error: try the same call again, this many times

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.zookeeper_process import JARS
-from tests.requirements_helper import needs_tool
 from tests.soak.report import details, table
 from tests.soak.runner import run_soak
+from tests.support.requirements_helper import needs_tool
+from tests.support.zookeeper_process import JARS
 
 pytestmark = [pytest.mark.timeout(1200),
               needs_tool(any(JARS.glob("zookeeper-*.jar")),

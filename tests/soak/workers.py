@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 # librdkafka 2.10+ may wait forever on a broker it decommissioned after a re-bootstrap
-# (confluentinc/librdkafka#5456, #5511; tests/compat/eos_worker.py has the story): keep the
+# (confluentinc/librdkafka#5456, #5511; tests/support/eos_worker.py has the story): keep the
 # known brokers instead.
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
-# tests.compat.eos_worker.bounded (producers and consumers use it): a call still running HUNG_AFTER_S past its own timeout will not return; the worker
+# tests.support.eos_worker.bounded (producers and consumers use it): a call still running HUNG_AFTER_S past its own timeout will not return; the worker
 # exits with HUNG_EXIT and the runner's supervisor starts a new incarnation (as a liveness
 # probe would).  One implementation, the EOS worker's.
 

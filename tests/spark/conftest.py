@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from spark_it.session import local_session
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Spark's Kafka source with ``kafka.isolation.level=read_committed`` over a topic written by
-a transactional producer (tests/compat/txn_workload.py's commits and aborts over three
+a transactional producer (tests/support/txn_workload.py's commits and aborts over three
 partitions): a batch read and a streaming read see exactly the committed records at their
 offsets, skipping aborted records and markers; the default (read_uncommitted) sees every
 record."""
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.compat.txn_workload import (
+from tests.spark.streaming import run_available_now, to_recs
+from tests.support.txn_workload import (
     confluent_transactions,
     create_topic,
     expected,
     read_all,
 )
-from tests.spark.streaming import run_available_now, to_recs
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 

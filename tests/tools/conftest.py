@@ -1,4 +1,4 @@
-"""A real kbroker process per test module for the tool tests (tests/compat/broker_process.py)."""
+"""A real kbroker process per test module for the tool tests (tests/support/broker_process.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.broker_process import BrokerProcess
-from tests.requirements_helper import needs_tool
+from tests.support.broker_process import BrokerProcess
+from tests.support.requirements_helper import needs_tool
 from tests.tools.helpers import kafka_jars_present, kafka_tool, kbroker
 
 pytestmark = pytest.mark.compat

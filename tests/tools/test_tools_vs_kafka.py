@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.compat.broker_process import BrokerProcess
-from tests.requirements_helper import needs_tool
+from tests.support.broker_process import BrokerProcess
+from tests.support.requirements_helper import needs_tool
 from tests.tools.helpers import (
     CONFIG_COMMAND,
     CONSUMER_GROUP_COMMAND,
