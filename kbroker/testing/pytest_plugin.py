@@ -111,7 +111,7 @@ _BIND_ATTEMPTS = 5   # starts of one process whose port was taken before it coul
 
 def _zookeeper_jars() -> Path:
     env = os.environ.get("KBROKER_ZOOKEEPER_JARS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "zookeeper" / "jars"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "zookeeper" / "jars"
 
 
 def _wait(check: Any, what: str, timeout_s: float = 90.0) -> Any:
