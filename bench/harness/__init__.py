@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 * ``kafka_dist``: a real single-node KRaft Apache Kafka broker and Kafka's Java perf tools,
   run from the jars of ``make kafka-jars`` exactly as ``kafka-server-start.sh`` would.
-  kbroker is started by ``tests/compat/broker_process.py``'s ``BrokerProcess``; both have the
+  kbroker is started by ``tests/support/broker_process.py``'s ``BrokerProcess``; both have the
   same ``bootstrap``/``pid`` face, so a workload does not know which broker it drives.
 * ``common``: the settings both brokers get (``COMMON``), where reports go (``RESULTS``) and
   the byte-compilation of kbroker before a timed start.

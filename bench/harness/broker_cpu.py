@@ -1,7 +1,7 @@
 """A kbroker process for the micro-benchmarks of its request paths, driven by the project's
 protocol client, and the CPU time of its event-loop thread.
 
-The broker is ``python -m kbroker serve`` (tests/compat/broker_process.py) on a temporary
+The broker is ``python -m kbroker serve`` (tests/support/broker_process.py) on a temporary
 data dir; every request is handled on its main thread, the event loop.  What a request costs
 the broker is the main thread's time on the CPU across the request, read from
 ``/proc/<pid>/task/<pid>/schedstat`` (nanoseconds, unlike the 10 ms ticks of ``stat``): the
@@ -23,7 +23,7 @@ from typing import Any
 
 from bench.harness.common import COMMON
 from kbroker.client import Connection, error_name
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 from wire.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,

@@ -17,7 +17,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from tests.compat.broker_process import BrokerProcess, free_port
+from tests.support.broker_process import BrokerProcess, free_port
 from wire.uuids import random_uuid, uuid_to_string
 
 KAFKA_DIR = Path(__file__).resolve().parents[1] / "kafka"
@@ -64,7 +64,7 @@ def _cluster_id() -> str:
 class KafkaProcess(BrokerProcess):
     """One Apache Kafka broker+controller process on two free loopback ports.
 
-    A BrokerProcess (tests/compat/broker_process.py) that runs Kafka instead of kbroker:
+    A BrokerProcess (tests/support/broker_process.py) that runs Kafka instead of kbroker:
     the same ``start``/``stop``/``bootstrap``/``proc``, so the benchmark drives both alike."""
 
     ready_line = _STARTED

@@ -24,7 +24,7 @@ from typing import Any
 from bench.harness import kafka_dist, workloads
 from bench.harness.common import COMMON, compile_kbroker
 from bench.harness.kafka_dist import KafkaProcess
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 KB, KAFKA = "kbroker", "Kafka"
 MIB = 1024 * 1024

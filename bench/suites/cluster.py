@@ -3,8 +3,8 @@
 
 Run: ``.venv/bin/python -m bench.suites.cluster [--records N] [--out DIR]``.
 
-- kbroker: one ZooKeeper (tests/cluster/zookeeper_process.py, tickTime 500) and three
-  ``kbroker serve`` processes in cluster mode on loopback (tests/cluster/cluster_processes.py);
+- kbroker: one ZooKeeper (tests/support/zookeeper_process.py, tickTime 500) and three
+  ``kbroker serve`` processes in cluster mode on loopback (tests/support/cluster_processes.py);
 - Apache Kafka (the jars of ``make kafka-jars``, bench/kafka/pom.xml): three KRaft nodes,
   each broker and controller, with a static quorum (``controller.quorum.voters``), storage
   formatted with one cluster id (not timed), started with kafka-server-start.sh's JVM options.
@@ -46,9 +46,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench.harness import history, kafka_dist, machine, workloads
 from bench.harness.common import RESULTS
 from bench.harness.kafka_dist import KafkaProcess, _cluster_id, _java
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.cluster.zookeeper_process import ZooKeeperProcess
-from tests.compat.broker_process import free_port
+from tests.support.broker_process import free_port
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.zookeeper_process import ZooKeeperProcess
 
 PARTITIONS = 8
 REPLICATION = {

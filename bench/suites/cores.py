@@ -40,8 +40,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from bench.harness import history, kafka_dist, machine, paired, workloads
 from bench.harness.common import COMMON, RESULTS
 from bench.harness.kafka_dist import KafkaProcess
-from tests.cluster.cluster_processes import Cluster, wait_until
-from tests.cluster.zookeeper_process import ZooKeeperProcess
+from tests.support.cluster_processes import Cluster, wait_until
+from tests.support.zookeeper_process import ZooKeeperProcess
 
 PARTITIONS = 16
 CLIENTS = 2

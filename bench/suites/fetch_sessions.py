@@ -29,7 +29,7 @@ from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.harness import kafka_dist, workloads
-from tests.compat.broker_process import BrokerProcess, free_port
+from tests.support.broker_process import BrokerProcess, free_port
 
 
 def scrape(port: int) -> dict[str, float]:

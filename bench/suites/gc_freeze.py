@@ -33,7 +33,7 @@ from bench.harness import workloads
 from bench.harness.common import COMMON, RESULTS, compile_kbroker
 from bench.harness.paired import MIB, log
 from bench.suites import cost_curves
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 SETTINGS = {"freeze": "true", "no freeze": "false"}
 

@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python -m bench.suites.group [--rounds 20] [--seconds 3]``.
 
 The broker runs as ``python -m kbroker serve`` on 127.0.0.1 with a temporary data dir and
-``group.initial.rebalance.delay.ms=0`` (tests/compat/broker_process.py).  Connections,
+``group.initial.rebalance.delay.ms=0`` (tests/support/broker_process.py).  Connections,
 ApiVersions, FindCoordinator (which creates ``__consumer_offsets``) and topic creation
 happen before any timing.  Figures, not pass/fail.
 
@@ -64,7 +64,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.client import AsyncConnection, Connection, UnsupportedVersion
 from kbroker.tools.client import WRITTEN_FOR  # the versions this code reads and writes
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 from wire import messages as m
 from wire.codec import encode
 from wire.error_codes import ErrorCode

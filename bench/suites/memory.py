@@ -35,7 +35,7 @@ from bench.harness.common import COMMON, RESULTS, compile_kbroker
 from bench.harness.kafka_dist import KafkaProcess
 from bench.suites import side_by_side
 from bench.suites.side_by_side import QUICK
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 MIB = 1024 * 1024
 

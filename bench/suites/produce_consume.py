@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from bench.harness.workloads import PARTITIONS, consume, cpu_seconds, create_topic, produce
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 RECORD_BYTES = 1024
 TOPIC = "bench"

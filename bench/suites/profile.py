@@ -47,7 +47,7 @@ from pathlib import Path
 from bench.harness import kafka_dist, workloads
 from bench.harness.common import COMMON, RESULTS
 from bench.suites import small_wide
-from tests.compat.broker_process import ROOT, BrokerProcess
+from tests.support.broker_process import ROOT, BrokerProcess
 
 MIB = 1024 * 1024
 TOP = 25

@@ -42,7 +42,7 @@ from bench.harness import kafka_dist, machine, report, workloads
 from bench.harness.common import COMMON, RESULTS, compile_kbroker
 from bench.harness.kafka_dist import KafkaProcess
 from bench.harness.report import KAFKA, KB
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 MIB = 1024 * 1024
 
@@ -275,7 +275,7 @@ def main() -> None:
             "Kafka only": ("KRaft combined broker+controller on loopback, share.coordinator.state.topic "
                            "replication 1 / min.isr 1, JVM options of kafka-server-start.sh "
                            f"({' '.join(kafka_dist.SERVER_HEAP)}, G1) ; everything else default"),
-            "kbroker only": ("python -m kbroker serve (tests/compat/broker_process.py), its modules "
+            "kbroker only": ("python -m kbroker serve (tests/support/broker_process.py), its modules "
                              "byte-compiled first as a wheel install does; everything else default"),
             "producers": ("confluent-kafka and ProducerPerformance: linger.ms=5, batch.size=1048576, "
                           "no compression, 8 partitions, unthrottled; latency producer linger.ms=5, acks=1, "

@@ -1,7 +1,7 @@
 """TLS produce/consume throughput, kbroker beside Apache Kafka, with the same certificates.
 
 Each broker gets an SSL listener (server authentication, PEM keystore made by
-tests/compat/security_certs.py with openssl) next to its PLAINTEXT one; the same client
+tests/support/security_certs.py with openssl) next to its PLAINTEXT one; the same client
 (confluent-kafka, i.e. librdkafka) produces ``N`` records of ``SIZE`` bytes to a one-partition
 topic over TLS (acks=all, linger.ms=5), then a consumer in a fresh group reads them all back
 over TLS.  Times are the client's wall clock from the first send to the last delivery report,
@@ -29,8 +29,8 @@ from confluent_kafka import Consumer, Producer
 from bench.harness import history, machine
 from bench.harness.common import RESULTS
 from bench.harness.kafka_dist import KafkaProcess, java_version, kafka_version
-from tests.compat.broker_process import BrokerProcess, free_port
-from tests.compat.security_certs import make_certs
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.security_certs import make_certs
 
 
 def ssl_props(certs: str) -> dict[str, str]:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from kbroker.client import Connection
-from tests.compat.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 from wire.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,

@@ -7,7 +7,7 @@ compacted log (a short snapshot under the log's lock), have the worker *prepare*
 swap here (short, under the log's locks), and sleep ``log.cleaner.backoff.ms`` when nothing
 qualifies.  Only the long part, reading the segments, building the offset map and writing the
 ``.cleaned`` segments, runs in the worker, so it never holds this process's GIL: request
-handling on the event loop keeps its latency while a log is cleaned (bench/cleaner_bench.py).
+handling on the event loop keeps its latency while a log is cleaned (bench/micro/cleaner.py).
 The thread only waits on the worker's pipe (GIL released).
 
 The worker: a fresh interpreter (``sys.executable -c _BOOT``; never a fork of this process,

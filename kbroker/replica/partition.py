@@ -2,7 +2,7 @@
 
 The only place in kbroker/ that calls into a ``log.log.Log`` (held as ``_log``: everything
 else asks the partition, as Kafka's handlers go through Partition and not UnifiedLog;
-tests/kbroker/test_partition_is_the_door.py fails on a module that reaches past it).
+tests/unit/kbroker/replica/test_partition_is_the_door.py fails on a module that reaches past it).
 Single node: this broker
 leads every partition, at the latest epoch of the log's leader epoch cache
 (``leader-epoch-checkpoint``), or at epoch 0 when the cache is empty: then, as Kafka's

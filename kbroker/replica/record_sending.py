@@ -8,7 +8,7 @@ A smaller slice is read with one ``pread`` and travels in the connection's ``wri
 with the rest of the response: below the threshold the extra syscalls of the sendfile path
 (dup, close, a send of its own instead of one writev) cost more than the copy saves.
 
-Threshold, measured on this machine (bench/sendfile_threshold_bench.py, figures in
+Threshold, measured on this machine (bench/micro/sendfile.py, figures in
 bench/results/zero_copy.md: loopback, a reader draining): pread+send vs sendfile per slice, 4 KiB 9.2 vs 8.2 us, 16 KiB 20 vs 13 us,
 32 KiB 32 vs 20 us, 64 KiB 58 vs 29 us, 1 MiB 619 vs 335 us.  The sendfile path in the
 connection adds a dup and a close (~1 us together) and a send of its own where a copied
