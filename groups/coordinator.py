@@ -15,12 +15,26 @@ from collections.abc import Callable
 from groups.append_errors import group_metadata_error, offset_commit_error
 from groups.classic_group import ClassicGroup
 from groups.config import GroupConfig
+from groups.consumer import records as consumer_records
+from groups.consumer.commits import commit_error, fetch_error
+from groups.consumer.describe import described_group, listed_group
+from groups.consumer.heartbeat import ConsumerGroupHeartbeats
+from groups.consumer.topics import TopicsImage
 from groups.group_manager import GroupManager
 from groups.group_state import GroupState
 from groups.member import ClassicGroupMember
+from groups.migration import Migration
 from groups.offsets import OffsetManager
 from groups.pending import Pending
-from groups.records import Record, decode_key, decode_value, group_metadata_tombstone
+from groups.records import (
+    CONSUMER_GROUP_RECORD_TYPES,
+    Record,
+    decode_any_key,
+    decode_any_value,
+    decode_value,
+    group_metadata_tombstone,
+    offset_commit_tombstone,
+)
 from groups.responses import join_error, sync_error
 from groups.result import Result, Write
 from groups.timers import Timers
@@ -28,6 +42,10 @@ from log.clock import Clock
 from wire.error_codes import ErrorCode
 from wire.java_hash import partition_for
 from wire.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeGroupsRequest,
@@ -79,7 +97,8 @@ class GroupCoordinator:
     """
 
     def __init__(self, config: GroupConfig | None = None, clock: Clock | None = None, *,
-                 new_uuid: Callable[[], str] | None = None) -> None:
+                 new_uuid: Callable[[], str] | None = None,
+                 topics: Callable[[], TopicsImage] | None = None) -> None:
         if clock is None:
             from log.clock import SystemClock
 
@@ -90,6 +109,10 @@ class GroupCoordinator:
         self.timers = Timers()
         self.members = GroupManager(self.groups, self.config, clock, self.timers, new_uuid)
         self.offsets = OffsetManager(self.groups, self.config)
+        # KIP-848 consumer groups: a group id names a classic group or a consumer group
+        self.consumer = ConsumerGroupHeartbeats(self.config, clock, self.timers, topics, new_uuid)
+        self.offsets.other_groups = self.consumer.groups
+        self.migration = Migration(self)   # classic calls for consumer groups, conversions
         self.loading = False
         self.owned_partitions: set[int] | None = None
         self.loading_partitions: set[int] = set()
@@ -123,6 +146,7 @@ class GroupCoordinator:
         membership code emitted, and the parked answers it completed.  Without writes the
         answers are released at once (nothing to store first)."""
         emitted, deliveries = self.members.take()
+        emitted += self.consumer.take()
         out = Result(writes=(writes or []) + emitted, response=response, pending=pending,
                      deliveries=deliveries, follow_up=self._result)
         if not out.writes:
@@ -172,7 +196,33 @@ class GroupCoordinator:
             if all_gone and group.is_in(GroupState.EMPTY):
                 records.append((group.group_id, group_metadata_tombstone(group.group_id)))
                 self._remove_group(group)
+        for cgroup in list(self.consumer.groups.values()):
+            records.extend(self._expire_consumer_group(cgroup, now))
         return records
+
+    def _expire_consumer_group(self, group, now: int) -> list[tuple[str, Record]]:
+        """A consumer-protocol group's offsets expire ``offsets.retention.minutes`` after their
+        commit while no member subscribes to their topic (Kafka's condition for these
+        groups: the commit timestamp); an Empty group left with none is deleted."""
+        group_id = group.group_id
+        by_tp = self.offsets.offsets.get(group_id, {})
+        subscribed = group.subscribed_topic_names()
+        pending = self.offsets.txn.pending_partitions(group_id)
+        expired = []
+        for (topic, partition), o in sorted(by_tp.items()):
+            if topic in subscribed or (topic, partition) in pending:
+                continue
+            deadline = o.expire_timestamp_ms if o.expire_timestamp_ms is not None \
+                else o.commit_timestamp_ms + self.config.offsets_retention_ms
+            if now >= deadline:
+                expired.append(offset_commit_tombstone(group_id, topic, partition))
+        self.offsets.apply(expired, now)
+        out = [(group_id, r) for r in expired]
+        if not group.members and not self.offsets.offsets.get(group_id) \
+                and not self.offsets.txn.has_pending(group_id):
+            changes = self._consumer_group_tombstones(group)
+            self.consumer.take_over(group_id, changes)
+        return out
 
     def on_partitions_deleted(self, partitions: list[tuple[str, int]]) -> Result:
         """A topic's partitions were deleted (Kafka's ``GroupCoordinator.onPartitionsDeleted``):
@@ -207,6 +257,10 @@ class GroupCoordinator:
                                     <= req.session_timeout_ms
                                     <= self.config.group_max_session_timeout_ms):
             early = E.INVALID_SESSION_TIMEOUT
+        if early is None and self.migration.owns(req.group_id):
+            joined = self.migration.join_group(req, version, client_id, client_host)
+            if joined is not None:
+                return joined
         if early is not None:
             pending = self.members.new_pending("JoinGroup", version)
             pending.complete(join_error(req.member_id, early))
@@ -222,6 +276,8 @@ class GroupCoordinator:
             pending = self.members.new_pending("SyncGroup", version)
             pending.complete(sync_error(early))
             return self._result(pending=pending)
+        if self.migration.owns(req.group_id):
+            return self.migration.sync_group(req, version)
         return self._result(pending=self.members.sync_group(req, version))
 
     def heartbeat(self, req: HeartbeatRequest, version: int) -> Result:
@@ -229,6 +285,8 @@ class GroupCoordinator:
             return self._result(HeartbeatResponse(error_code=int(early)))
         if not req.group_id:
             return self._result(HeartbeatResponse(error_code=int(E.INVALID_GROUP_ID)))
+        if self.migration.owns(req.group_id):
+            return self.migration.heartbeat(req, version)
         return self._result(self.members.heartbeat(req, version))
 
     def leave_group(self, req: LeaveGroupRequest, version: int) -> Result:
@@ -236,7 +294,56 @@ class GroupCoordinator:
             return self._result(LeaveGroupResponse(error_code=int(early)))
         if not req.group_id:
             return self._result(LeaveGroupResponse(error_code=int(E.INVALID_GROUP_ID)))
+        if self.migration.owns(req.group_id):
+            return self.migration.leave_group(req, version)
         return self._result(self.members.leave_group(req, version))
+
+    # -- the consumer group protocol (KIP-848) ---------------------------------------------
+
+    def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, version: int, *,
+                                 client_id: str = "", client_host: str = "") -> Result:
+        """ConsumerGroupHeartbeat v0-1 (``groups/consumer/heartbeat.py``)."""
+        if (early := self.group_error(req.group_id)) is not None:
+            return self._result(ConsumerGroupHeartbeatResponse(error_code=int(early)))
+        response, write = self.consumer.heartbeat(req, version, client_id=client_id,
+                                                  client_host=client_host)
+        return self._result(response, writes=[write] if write is not None else None)
+
+    def consumer_group_describe(self, req: ConsumerGroupDescribeRequest, version: int) -> Result:
+        """ConsumerGroupDescribe v0-1: GROUP_ID_NOT_FOUND for an unknown group or one of
+        the classic type."""
+        described = []
+        image = self.consumer.topics()
+        default = self.config.consumer_assignors[0]
+        for group_id in req.group_ids:
+            if (early := self.group_error(group_id)) is not None:
+                described.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                    group_id=group_id, error_code=int(early)))
+                continue
+            group = self.consumer.groups.get(group_id)
+            if group is None:
+                message = (f"Group {group_id} is not a consumer group."
+                           if group_id in self.groups else f"Group {group_id} not found.")
+                described.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                    group_id=group_id, error_code=int(E.GROUP_ID_NOT_FOUND),
+                    error_message=message))
+                continue
+            described.append(described_group(group, default, image))
+        return self._result(ConsumerGroupDescribeResponse(groups=described))
+
+    @staticmethod
+    def _consumer_group_tombstones(group) -> list:
+        """Kafka's ``ConsumerGroup.createGroupTombstoneRecords``, in its order."""
+        cr = consumer_records
+        gid = group.group_id
+        changes = [cr.current_assignment_tombstone(gid, m) for m in group.members]
+        changes += [cr.target_member_tombstone(gid, m) for m in group.members]
+        changes.append(cr.target_metadata_tombstone(gid))
+        changes += [cr.subscription_tombstone(gid, m) for m in group.members]
+        changes += [cr.regex_tombstone(gid, r) for r in sorted(group.resolved_regexes)]
+        changes.append(cr.partition_metadata_tombstone(gid))
+        changes.append(cr.epoch_tombstone(gid))
+        return changes
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -251,8 +358,22 @@ class GroupCoordinator:
             return self._result(_commit_error(req, early))
         now = self._now()
         group = self.groups.get(req.group_id)
-        response, records = self.offsets.commit(req, version, now, group)
-        if group is None and req.generation_id_or_member_epoch < 0 and not records:
+        consumer_group = self.consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            error = commit_error(consumer_group, req.member_id,
+                                 req.group_instance_id if version >= 7 else None,
+                                 req.generation_id_or_member_epoch, False, version,
+                                 [(t.name, p.partition_index) for t in req.topics for p in t.partitions],
+                                 self.consumer.topics())
+            response, records = self.offsets.commit(req, version, now, None, validated=True,
+                                                    error=error)
+        elif group is None and req.generation_id_or_member_epoch >= 0 and version >= 9:
+            # v9+: GROUP_ID_NOT_FOUND for both protocols (older versions: ILLEGAL_GENERATION)
+            return self._result(_commit_error(req, E.GROUP_ID_NOT_FOUND))
+        else:
+            response, records = self.offsets.commit(req, version, now, group)
+        if group is None and consumer_group is None and req.generation_id_or_member_epoch < 0 \
+                and not records:
             # Nothing to store (every metadata too large): Kafka still adds the simple group.
             group = self.members.get_or_create(req.group_id, True)
         if group is not None and req.generation_id_or_member_epoch >= 0 and records:
@@ -287,8 +408,19 @@ class GroupCoordinator:
             return self._result(_txn_commit_error(req, E.INVALID_GROUP_ID))
         now = self._now()
         group = self.groups.get(req.group_id)
-        response, records, error = self.offsets.txn_commit(req, version, now, group)
-        if group is None and error is None:
+        consumer_group = self.consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            verdict = commit_error(
+                consumer_group, req.member_id if version >= 3 else "",
+                req.group_instance_id if version >= 3 else None,
+                req.generation_id_or_member_epoch if version >= 3 else -1, True, version,
+                [(t.name, p.partition_index) for t in req.topics for p in t.partitions],
+                self.consumer.topics())
+            response, records, error = self.offsets.txn_commit(req, version, now, None,
+                                                               validated=True, error=verdict)
+        else:
+            response, records, error = self.offsets.txn_commit(req, version, now, group)
+        if group is None and consumer_group is None and error is None:
             # Kafka creates the simple group when it validates the commit
             self.members.get_or_create(req.group_id, True)
         if not records:
@@ -324,7 +456,10 @@ class GroupCoordinator:
         if version >= 8:
             groups = []
             for g in req.groups:
-                if (early := self.group_error(g.group_id)) is not None:
+                if (early := self.group_error(g.group_id)) is None and version >= 9 \
+                        and (cg := self.consumer.groups.get(g.group_id)) is not None:
+                    early = fetch_error(cg, g.member_id, g.member_epoch)
+                if early is not None:
                     groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                         group_id=g.group_id, error_code=int(early)))
                     continue
@@ -379,6 +514,9 @@ class GroupCoordinator:
             group = self.groups.get(group_id)
             if (early := self.group_error(group_id)) is not None:
                 code = early
+            elif group_id in self.consumer.groups:
+                results.append(self._delete_consumer_group(group_id, writes))
+                continue
             elif group is None or group.is_in(GroupState.DEAD):
                 code = E.GROUP_ID_NOT_FOUND
             elif not group.is_in(GroupState.EMPTY):
@@ -394,6 +532,37 @@ class GroupCoordinator:
                 writes.append(Write(group_id, records,
                                     self._on_group_deletion_stored(group, offsets, entry)))
         return self._result(DeleteGroupsResponse(results=results), writes=writes)
+
+    def _delete_consumer_group(self, group_id: str, writes: list[Write]
+                               ) -> DeleteGroupsResponse.DeletableGroupResult:
+        """A consumer group must be Empty; its offsets' tombstones, then its own, go in one
+        write; it is gone at once and put back if they are not stored."""
+        group = self.consumer.groups[group_id]
+        entry = DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=0)
+        if group.members:
+            entry.error_code = int(E.NON_EMPTY_GROUP)
+            return entry
+        records = self.offsets.delete_all(group_id)
+        offsets = self.offsets.offsets.get(group_id, {})
+        self.offsets.offsets.pop(group_id, None)
+        self.offsets.txn.drop_group(group_id)
+        changes = self._consumer_group_tombstones(group)
+        self.consumer.take_over(group_id, changes)
+        tombstones = self.consumer.take()
+
+        def on_appended(append_error: ErrorCode) -> None:
+            if append_error is E.NONE:
+                return
+            entry.error_code = int(group_metadata_error(append_error))
+            if group_id not in self.consumer.groups and group_id not in self.groups:
+                group.dead = False
+                self.consumer.groups[group_id] = group
+                if offsets:
+                    self.offsets.offsets[group_id] = offsets
+
+        writes.append(Write(group_id, records + [r for w in tombstones for r in w.records],
+                            on_appended))
+        return entry
 
     def _on_group_deletion_stored(self, group: ClassicGroup, offsets: dict,
                                   entry: DeleteGroupsResponse.DeletableGroupResult
@@ -415,7 +584,8 @@ class GroupCoordinator:
         return on_appended
 
     def list_groups(self, req: ListGroupsRequest, version: int) -> Result:
-        """ListGroups v0-4 (states filter v4+, case-insensitive like Kafka)."""
+        """ListGroups v0-5 (states filter v4+, types filter v5+, case-insensitive like
+        Kafka); both group types."""
         # Kafka lists the groups loaded so far, with LOAD_IN_PROGRESS while any partition loads
         error = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading or self.loading_partitions \
             else E.NONE
@@ -432,6 +602,12 @@ class GroupCoordinator:
             listed.append(ListGroupsResponse.ListedGroup(
                 group_id=group.group_id, protocol_type=group.protocol_type or "",
                 group_state=str(group.state), group_type="classic"))
+        for cgroup in self.consumer.groups.values():
+            if states and cgroup.state.lower() not in states:
+                continue
+            if types and "consumer" not in types:
+                continue
+            listed.append(listed_group(cgroup))
         return self._result(ListGroupsResponse(error_code=int(error), groups=listed))
 
     def describe_groups(self, req: DescribeGroupsRequest, version: int) -> Result:
@@ -495,6 +671,11 @@ class GroupCoordinator:
         for group in [g for g in self.groups.values()
                       if self.partition_for(g.group_id) == partition]:
             self._unload_group(group)
+        for cgroup in [g for g in self.consumer.groups.values()
+                       if self.partition_for(g.group_id) == partition]:
+            self.consumer.drop_timers(cgroup)
+            cgroup.dead = True
+            del self.consumer.groups[cgroup.group_id]
         for group_id in [g for g in self.offsets.offsets if self.partition_for(g) == partition]:
             del self.offsets.offsets[group_id]
         for group_id in [g for g in self.offsets.txn.open_by_group
@@ -519,14 +700,30 @@ class GroupCoordinator:
         """Apply one ``__consumer_offsets`` record (restart = replay them all in order):
         ``offset`` is its offset in the partition, ``producer_id`` >= 0 when it is in a
         transactional batch (a TxnOffsetCommit, pending until ``replay_end_txn``)."""
-        key_struct = decode_key(key)
+        record_type, key_struct = decode_any_key(key)
         if key_struct is None:
+            return
+        if record_type in CONSUMER_GROUP_RECORD_TYPES:
+            decoded_value = None if value is None else decode_any_value(record_type, value)[1]
+            self._replay_consumer(record_type, key_struct, decoded_value)
             return
         decoded = decode_value(key_struct, value)
         if isinstance(key_struct, OffsetCommitKey):
             self.offsets.replay(key_struct, decoded, self._now(), offset, producer_id)
         else:
             self._replay_group(key_struct, decoded)
+
+    def _replay_consumer(self, record_type: int, key, value) -> None:
+        """A consumer-protocol group record; a classic group of that id (an empty one the
+        consumer group replaced: its tombstone comes first) gives way."""
+        if value is not None and key.group_id in self.groups:
+            classic = self.groups.pop(key.group_id)
+            self.members.drop_group_timers(classic)
+        consumer_records.apply(self.consumer.groups, (record_type, key, value))
+        group = self.consumer.groups.get(key.group_id)
+        if group is not None and record_type == 5 and key.member_id in group.members:
+            # Kafka starts every loaded member's session when the partition loads
+            self.consumer.schedule_session_timeout(key.group_id, key.member_id)
 
     def replay_end_txn(self, producer_id: int, commit: bool, partition: int) -> None:
         """A COMMIT/ABORT control record of ``producer_id`` read from ``__consumer_offsets``

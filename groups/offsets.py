@@ -35,6 +35,7 @@ Rules kept from Kafka:
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,9 @@ class OffsetManager:
         self.config = config
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         self.txn = PendingTxnOffsets()
+        # the ids of groups of the other type (KIP-848 consumer groups): their offsets are
+        # kept here too, without a classic "simple" group
+        self.other_groups: Container[str] = ()
 
     # -- replay ----------------------------------------------------------------------------
 
@@ -120,7 +124,7 @@ class OffsetManager:
                     del self.offsets[key.group]
             self.txn.drop_partition(key.group, tp)
             return
-        if key.group not in self.groups:
+        if key.group not in self.groups and key.group not in self.other_groups:
             # A commit without membership: Kafka makes a "simple" group (Empty, no type).
             self.groups[key.group] = ClassicGroup(key.group, GroupState.EMPTY,
                                                   current_state_timestamp_ms=now_ms)
@@ -162,12 +166,15 @@ class OffsetManager:
     # -- OffsetCommit ----------------------------------------------------------------------
 
     def commit(self, req: OffsetCommitRequest, version: int, now_ms: int,
-               group: ClassicGroup | None) -> tuple[OffsetCommitResponse, list[Record]]:
+               group: ClassicGroup | None, *, validated: bool = False,
+               error: ErrorCode | None = None) -> tuple[OffsetCommitResponse, list[Record]]:
         """Validate and build the records (the caller applies them and creates a simple
-        group if needed).  ``group`` is the existing group or None."""
+        group if needed).  ``group`` is the existing group or None; ``validated``: the caller
+        checked the request (a consumer-protocol group) and ``error`` is its verdict."""
         generation = req.generation_id_or_member_epoch
-        error: ErrorCode | None = None
-        if group is None:
+        if validated:
+            pass
+        elif group is None:
             if generation >= 0:
                 error = E.ILLEGAL_GENERATION
         else:
@@ -215,15 +222,17 @@ class OffsetManager:
     # -- TxnOffsetCommit -------------------------------------------------------------------
 
     def txn_commit(self, req: TxnOffsetCommitRequest, version: int, now_ms: int,
-                   group: ClassicGroup | None
+                   group: ClassicGroup | None, *, validated: bool = False,
+                   error: ErrorCode | None = None
                    ) -> tuple[TxnOffsetCommitResponse, list[Record], ErrorCode | None]:
         """Kafka's ``commitTransactionalOffset``: (response, records, group-level error).
         The records go to ``__consumer_offsets`` as a transactional batch of the request's
         producer; a group-level error (unknown group with generation >= 0: ILLEGAL_GENERATION,
         or ``validate_offset_commit``'s) is every partition's error and writes nothing."""
-        error: ErrorCode | None = None
         generation = req.generation_id_or_member_epoch if version >= 3 else -1
-        if group is None:
+        if validated:
+            pass
+        elif group is None:
             if generation >= 0:
                 error = E.ILLEGAL_GENERATION
         else:

@@ -11,8 +11,9 @@ type       key / value             written by Kafka today
 0, 1       OffsetCommitKey/Value   type 1; value v1 if an expire timestamp is set (OffsetCommit
                                    v2-v4 with retention_time_ms != -1), else v3
 2          GroupMetadataKey/Value  type 2; value v3
-3-8        ConsumerGroup*Key/Value KIP-848 consumer groups; skipped on replay
-9+         share/streams groups    unknown here
+3-8, 16   ConsumerGroup*Key/Value KIP-848 consumer groups (groups/consumer/records.py);
+                                   type 4 (partition metadata) is only tombstoned, as Kafka 4
+9-15, 17+  share/streams groups    unknown here
 =========  ======================  ==========================================================
 
 Readers accept every version of the value schemas (0-4), as Kafka's loader does.
@@ -37,6 +38,8 @@ from wire.messages import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -51,7 +54,8 @@ __all__ = [
     "OFFSET_COMMIT_KEY_VERSION", "GROUP_METADATA_KEY_VERSION", "GROUP_METADATA_VALUE_VERSION",
     "RECORD_TYPES", "Record", "offset_commit_record", "offset_commit_tombstone",
     "group_metadata_record", "group_metadata_tombstone", "decode_key", "decode_value",
-    "decode_any_key", "decode_any_value", "offset_commit_value_version",
+    "decode_any_key", "decode_any_value", "offset_commit_value_version", "coordinator_record",
+    "CONSUMER_GROUP_RECORD_TYPES",
 ]
 
 OFFSET_COMMIT_KEY_VERSION = 1    # the record type (the key schema's apiKey)
@@ -74,7 +78,9 @@ RECORD_TYPES: dict[int, tuple[type, type]] = {
     6: (ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue),
     7: (ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue),
     8: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
+    16: (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
 }
+CONSUMER_GROUP_RECORD_TYPES = frozenset((3, 4, 5, 6, 7, 8, 16))
 _CLASSIC_RECORD_TYPES = (0, 1, 2)
 
 
@@ -95,6 +101,12 @@ def _versioned(msg, version: int) -> bytes:
 
 def _keyed(key, record_type: int) -> bytes:
     return _I16.pack(record_type) + encode(key, _KEY_LAYOUT)
+
+
+def coordinator_record(record_type: int, key: Any, value: Any | None, value_version: int = 0) -> Record:
+    """A record of any type: ``record_type`` + key struct, ``value_version`` + value struct
+    (None: a tombstone)."""
+    return Record(_keyed(key, record_type), None if value is None else _versioned(value, value_version))
 
 
 def offset_commit_value_version(has_expire_timestamp: bool) -> int:

@@ -29,6 +29,9 @@ class Timers:
     def cancel(self, key: str) -> None:
         self._entries.pop(key, None)
 
+    def is_scheduled(self, key: str) -> bool:
+        return key in self._entries
+
     def _drop_stale(self) -> None:
         heap = self._heap
         while heap:

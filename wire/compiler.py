@@ -142,8 +142,11 @@ class _Unit:
         if f.struct is not None:
             fn = self.struct_fn(f.struct)
             if nullable and not f.is_array:
+                # the null marker: int8 -1, but an unsigned varint 0 inside a tagged field
+                # (Kafka's generated writers; ConsumerGroupMemberMetadataValue's
+                # ClassicMemberMetadata is the one such field)
                 e(ind, f"if {x} is None:")
-                e(ind + 1, "A(b'\\xff')")
+                e(ind + 1, "A(b'\\x00')" if f.is_tagged(self.v) and self.flex else "A(b'\\xff')")
                 e(ind, "else:")
                 e(ind + 1, "A(b'\\x01')")
                 e(ind + 1, f"e_{fn}({x}, out)")
@@ -281,7 +284,8 @@ class _Unit:
                 mk = self.src.var("mk")
                 e(ind, f"{mk}, = I8.unpack_from(d, p)")
                 e(ind, "p += 1")
-                e(ind, f"if {mk} < 0:")
+                # inside a tagged field the marker is an unsigned varint: 0 null, 1 present
+                e(ind, f"if {mk} {'<= 0' if f.is_tagged(self.v) and self.flex else '< 0'}:")
                 e(ind + 1, f"{out} = None")
                 e(ind, "else:")
                 e(ind + 1, f"{out}, p = d_{fn}(d, p, {end})")

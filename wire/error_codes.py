@@ -149,6 +149,7 @@ class ErrorCode(IntEnum):
     INVALID_VOTER_KEY = (125, False)
     DUPLICATE_VOTER = (126, False)
     VOTER_NOT_FOUND = (127, False)
+    INVALID_REGULAR_EXPRESSION = (128, False)
     @classmethod
     def of(cls, code: int) -> ErrorCode:
         """The member for a wire code; codes newer than this table map to UNKNOWN_SERVER_ERROR."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kbroker.coordinators.group_service import GroupService
 from kbroker.coordinators.local_coordinators import LocalCoordinators
 from kbroker.coordinators.producer_ids import ProducerIdManager, ProducerIds
+from kbroker.coordinators.topics_image import TopicsImageSource
 from kbroker.coordinators.txn_service import TxnService
 from kbroker.handlers.write_txn_markers import write_txn_markers
 from kbroker.metadata.metadata_view import ClusterMetadata, SingleNodeMetadata
@@ -80,6 +81,8 @@ def _services(state: BrokerState, cluster: ClusterRuntime | None, groups: GroupS
               producer_ids: ProducerIds, replicas: LocalReplicas | ReplicaManager) -> Services:
     metadata = (ClusterMetadata(state.config.listeners[0].name, cluster.cache, lambda: cluster.controller_id)
                 if cluster is not None else SingleNodeMetadata(state))
+    # the consumer group protocol reads topics (ids, partitions, racks) through the same port
+    groups.coordinator.consumer.topics = TopicsImageSource(metadata)
     services = Services(
         node_id=state.node_id,
         cluster_id=state.cluster_id,

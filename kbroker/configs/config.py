@@ -191,6 +191,18 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("group.min.session.timeout.ms", "int", 6000),
     _k("group.max.session.timeout.ms", "int", 1800000),
     _k("group.max.size", "int", INT_MAX, at_least=1),
+    # the consumer group protocol (KIP-848), Kafka 4's GroupCoordinatorConfig names and defaults
+    _k("group.consumer.session.timeout.ms", "int", 45000, at_least=1),
+    _k("group.consumer.min.session.timeout.ms", "int", 45000, at_least=1),
+    _k("group.consumer.max.session.timeout.ms", "int", 60000, at_least=1),
+    _k("group.consumer.heartbeat.interval.ms", "int", 5000, at_least=1),
+    _k("group.consumer.min.heartbeat.interval.ms", "int", 5000, at_least=1),
+    _k("group.consumer.max.heartbeat.interval.ms", "int", 15000, at_least=1),
+    _k("group.consumer.max.size", "int", INT_MAX, at_least=1),
+    _k("group.consumer.assignors", "list", ["uniform", "range"]),
+    _k("group.consumer.migration.policy", "string", "bidirectional",
+       valid=("disabled", "upgrade", "downgrade", "bidirectional")),
+    _k("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"]),
     # ---- producers and transactions
     _k("producer.id.expiration.ms", "int", 86400000, at_least=1),
     _k("transactional.id.expiration.ms", "int", 604800000, at_least=1),
@@ -320,6 +332,20 @@ class BrokerConfig:
             raise ConfigError("Invalid value '' for configuration log.dirs: no directory")
         if self.values["group.min.session.timeout.ms"] > self.values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        # GroupCoordinatorConfig's requirements for the consumer group protocol, Kafka's messages
+        v = self.values
+        for kind in ("session.timeout", "heartbeat.interval"):
+            value, lo, hi = (v[f"group.consumer.{kind}.ms"], v[f"group.consumer.min.{kind}.ms"],
+                             v[f"group.consumer.max.{kind}.ms"])
+            if value < lo:
+                raise ConfigError(f"group.consumer.{kind}.ms must be greater than or equal to "
+                                  f"group.consumer.min.{kind}.ms")
+            if value > hi:
+                raise ConfigError(f"group.consumer.{kind}.ms must be less than or equal to "
+                                  f"group.consumer.max.{kind}.ms")
+        if v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.session.timeout.ms"]:
+            raise ConfigError("group.consumer.heartbeat.interval.ms must be less than "
+                              "group.consumer.session.timeout.ms")
         # KafkaConfig.validateValues' replication checks, with Kafka's messages.
         if self.values["replica.fetch.wait.max.ms"] > self.values["replica.socket.timeout.ms"]:
             raise ConfigError("replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms "

@@ -90,7 +90,10 @@ class GroupService:
                 "group.min.session.timeout.ms", "group.max.session.timeout.ms",
                 "group.initial.rebalance.delay.ms", "group.max.size",
                 "offsets.retention.minutes", "offsets.retention.check.interval.ms",
-                "offsets.topic.num.partitions")}),
+                "offsets.topic.num.partitions",
+                "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
+                "group.consumer.max.size", "group.consumer.assignors",
+                "group.consumer.migration.policy")}),
             state.clock,
         )
         self._timer: asyncio.TimerHandle | None = None

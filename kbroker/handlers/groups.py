@@ -28,12 +28,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kbroker.handlers import group_authz
+from kbroker.handlers.api_versions import consumer_protocol_enabled
+from kbroker.handlers.authorize import authorize, authorized_operations
 from kbroker.handlers.metadata_readiness import held_until_metadata_known
 from kbroker.server.registry import REGISTRY
 from kbroker.server.request_context import RequestContext
-from wire.acl import READ
+from wire.acl import DESCRIBE, GROUP, READ
 from wire.error_codes import ErrorCode
 from wire.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -120,7 +126,7 @@ def handle_join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
                                                  client_host=host))
 
 
-@REGISTRY.register(8, 2, 8)
+@REGISTRY.register(8, 2, 9)
 def handle_offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Any:
     if (refusal := group_authz.group_refusal(ctx, req)) is not None:
         return refusal
@@ -197,9 +203,63 @@ for _key, _lo, _hi, _method in [
     (14, 0, 5, "sync_group"),
     (12, 0, 4, "heartbeat"),
     (13, 0, 4, "leave_group"),
-    (9, 1, 8, "offset_fetch"),
-    (16, 0, 4, "list_groups"),
+    (9, 1, 9, "offset_fetch"),
+    (16, 0, 5, "list_groups"),
     (42, 0, 2, "delete_groups"),
     (47, 0, 0, "offset_delete"),
 ]:
     _register_passthrough(_key, _lo, _hi, _method)
+
+
+# -- the consumer group protocol (KIP-848) -------------------------------------------------
+
+@REGISTRY.register(68, 0, 1)
+def handle_consumer_group_heartbeat(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Any:
+    """Read on the group (GROUP_AUTHORIZATION_FAILED), then Describe on each subscribed topic
+    name (TOPIC_AUTHORIZATION_FAILED naming them), as Kafka's KafkaApis checks them.
+    UNSUPPORTED_VERSION while ``consumer`` is not a rebalance protocol of this broker."""
+    if not consumer_protocol_enabled(ctx):
+        return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+    if ctx.services.authorizer.configured:
+        if not authorize(ctx, READ, GROUP, req.group_id):
+            return ConsumerGroupHeartbeatResponse(
+                error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        if req.subscribed_topic_names:
+            denied = sorted(group_authz.denied_topics(ctx, DESCRIBE, req.subscribed_topic_names))
+            if denied:
+                return ConsumerGroupHeartbeatResponse(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_message="The group has subscribed to topics which are not existed or "
+                                  f"not authorized: {', '.join(denied)}.")
+    svc = ctx.services.groups
+    host = "/" + ctx.peer.rsplit(":", 1)[0] if ctx.peer else ""
+    return svc.answer(svc.coordinator.consumer_group_heartbeat(
+        req, ctx.api_version, client_id=ctx.client_id or "", client_host=host))
+
+
+@REGISTRY.register(69, 0, 1)
+def handle_consumer_group_describe(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Any:
+    """Describe on each group (GROUP_AUTHORIZATION_FAILED entries), authorized operations when
+    asked."""
+    svc = ctx.services.groups
+    if not consumer_protocol_enabled(ctx):
+        return ConsumerGroupDescribeResponse(groups=[ConsumerGroupDescribeResponse.DescribedGroup(
+            group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION) for g in req.group_ids])
+    refused = []
+    if ctx.services.authorizer.configured:
+        refused = [g for g in req.group_ids if not authorize(ctx, DESCRIBE, GROUP, g)]
+        req.group_ids = [g for g in req.group_ids if g not in refused]
+    resp = svc.answer(svc.coordinator.consumer_group_describe(req, ctx.api_version))
+
+    def finish(r: ConsumerGroupDescribeResponse) -> ConsumerGroupDescribeResponse:
+        for g in r.groups:
+            if g.error_code == 0 and req.include_authorized_operations:
+                g.authorized_operations = authorized_operations(ctx, GROUP, g.group_id) \
+                    if ctx.services.authorizer.configured else GROUP_OPERATIONS
+            for m in g.members:
+                m.subscribed_topic_names = sorted(m.subscribed_topic_names)
+        r.groups += [ConsumerGroupDescribeResponse.DescribedGroup(
+            group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in refused]
+        return r
+
+    return group_authz.after(resp, finish)

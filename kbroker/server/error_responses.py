@@ -201,6 +201,8 @@ LAYOUTS: dict[int, Layout] = {
     37: Layout(Shape(entries=(_entries("topics", "results", copy={"name": "name"}),))),
     # DeleteGroups: per group id.
     42: Layout(Shape(entries=(_entries("groups_names", "results", copy={"group_id": SELF}),))),
+    # ConsumerGroupDescribe: one described group per group id asked for
+    69: Layout(Shape(entries=(_entries("group_ids", "groups", copy={"group_id": SELF}),))),
     # AlterPartitionReassignments: per requested partition, with the top-level code too
     # (AlterPartitionReassignmentsRequest.getErrorResponse), message null.
     45: Layout(Shape(entries=(_entries("topics", "responses", copy={"name": "name"}, entries=(

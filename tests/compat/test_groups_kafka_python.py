@@ -292,7 +292,8 @@ def test_the_admin_client_lists_describes_and_deletes_a_group_and_its_offsets(br
 
             # while the member is active
             assert admin.list_groups() == [
-                {"group_id": "kp-admin-g", "protocol_type": "consumer", "group_state": "Stable"}]
+                {"group_id": "kp-admin-g", "protocol_type": "consumer", "group_state": "Stable",
+                 "group_type": "classic"}]   # ListGroups v5 (Kafka 4) names the type
             desc = admin.describe_groups(["kp-admin-g"])["kp-admin-g"]
             assert (desc["error"], desc["group_state"], desc["protocol_type"], desc["protocol_data"]) == \
                 (None, "Stable", "consumer", "range")
@@ -312,7 +313,7 @@ def test_the_admin_client_lists_describes_and_deletes_a_group_and_its_offsets(br
         assert (desc["error"], desc["group_state"], desc["protocol_type"], desc["protocol_data"],
                 desc["members"]) == (None, "Empty", "consumer", "", [])
         assert admin.list_groups() == [
-            {"group_id": "kp-admin-g", "protocol_type": "consumer", "group_state": "Empty"}]
+            {"group_id": "kp-admin-g", "protocol_type": "consumer", "group_state": "Empty", "group_type": "classic"}]
         offsets = admin.list_group_offsets("kp-admin-g")
         assert {tp: (o.offset, o.metadata) for tp, o in offsets["kp-admin-g"].items()} == \
             {tp0: (6, ""), tp1: (4, "")}

@@ -49,6 +49,7 @@ class StoringCoordinator:
         "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit",
         "offset_fetch", "offset_delete", "delete_groups", "list_groups", "describe_groups",
         "poll", "on_timer", "unload_partition", "txn_offset_commit", "on_partitions_deleted",
+        "consumer_group_heartbeat", "consumer_group_describe",
     })
 
     def __init__(self, coordinator: GroupCoordinator) -> None:

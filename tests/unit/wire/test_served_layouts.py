@@ -28,7 +28,12 @@ _OTHER = [("RequestHeader", range(0, 3)), ("ResponseHeader", range(0, 2)),
           ("OffsetCommitKey", [0]), ("OffsetCommitValue", range(0, 5)),
           ("GroupMetadataKey", [0]), ("GroupMetadataValue", range(0, 5)),
           ("TransactionLogKey", [0]), ("TransactionLogValue", range(0, 2)),
-          ("ConsumerProtocolSubscription", range(0, 4)), ("ConsumerProtocolAssignment", range(0, 4))]
+          ("ConsumerProtocolSubscription", range(0, 4)), ("ConsumerProtocolAssignment", range(0, 4))] + [
+    # the KIP-848 consumer group records (groups/consumer/records.py), layout 0 only
+    (f"ConsumerGroup{name}{part}", [0])
+    for name in ("Metadata", "PartitionMetadata", "MemberMetadata", "TargetAssignmentMetadata",
+                 "TargetAssignmentMember", "CurrentMemberAssignment", "RegularExpression")
+    for part in ("Key", "Value")]
 
 
 def _in(r: Any, v: int) -> bool:

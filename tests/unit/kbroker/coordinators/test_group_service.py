@@ -79,6 +79,9 @@ class _State:
             "group.min.session.timeout.ms": 6000, "group.max.session.timeout.ms": 1800000,
             "group.initial.rebalance.delay.ms": 0, "group.max.size": 100,
             "offsets.retention.minutes": 10080, "offsets.retention.check.interval.ms": 600000,
+            "group.consumer.session.timeout.ms": 45000, "group.consumer.heartbeat.interval.ms": 5000,
+            "group.consumer.max.size": 100, "group.consumer.assignors": ["uniform", "range"],
+            "group.consumer.migration.policy": "bidirectional",
         }
         self.topics: dict[str, _Topic] = {"t": _Topic("t", 1)}
         self.partitions = {("t", 0): _Partition()}

@@ -74,7 +74,8 @@ class FakeTransport(asyncio.Transport):
 
 
 def connect() -> tuple[KafkaConnection, FakeTransport]:
-    ports = services(config=SimpleNamespace(config={"socket.request.max.bytes": 100 * 1024 * 1024}),
+    ports = services(config=SimpleNamespace(config={"socket.request.max.bytes": 100 * 1024 * 1024,
+                                                    "group.coordinator.rebalance.protocols": ["classic", "consumer"]}),
                      quotas=SimpleNamespace(enabled=False))
     conn = KafkaConnection(ServerState(REGISTRY), ports)
     transport = FakeTransport()
