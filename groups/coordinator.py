@@ -12,26 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from groups.admin import GroupAdmin
 from groups.append_errors import group_metadata_error, offset_commit_error
 from groups.classic_group import ClassicGroup
 from groups.config import GroupConfig
 from groups.consumer import records as consumer_records
 from groups.consumer.commits import commit_error, fetch_error
-from groups.consumer.describe import described_group, listed_group
+from groups.consumer.describe import described_group
 from groups.consumer.heartbeat import ConsumerGroupHeartbeats
 from groups.consumer.topics import TopicsImage
 from groups.group_manager import GroupManager
 from groups.group_state import GroupState
-from groups.member import ClassicGroupMember
+from groups.loading import GroupLoading
 from groups.migration import Migration
 from groups.offsets import OffsetManager
 from groups.pending import Pending
 from groups.records import (
-    CONSUMER_GROUP_RECORD_TYPES,
     Record,
-    decode_any_key,
-    decode_any_value,
-    decode_value,
     group_metadata_tombstone,
     offset_commit_tombstone,
 )
@@ -46,20 +43,11 @@ from wire.messages import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    GroupMetadataKey,
-    GroupMetadataValue,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
     LeaveGroupRequest,
     LeaveGroupResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    OffsetCommitKey,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetDeleteRequest,
@@ -77,7 +65,7 @@ E = ErrorCode
 EXPIRY_KEY = "offsets-expiry"
 
 
-class GroupCoordinator:
+class GroupCoordinator(GroupAdmin, GroupLoading):
     """The classic group coordinator for every group this broker owns.
 
     ``new_uuid`` makes member ids deterministic in tests (Kafka: ``UUID.randomUUID()``).
@@ -502,267 +490,6 @@ class GroupCoordinator:
             response.topics = []
 
         return self._result(response, writes=[Write(group_id, records, on_appended)])
-
-    # -- admin -----------------------------------------------------------------------------
-
-    def delete_groups(self, req: DeleteGroupsRequest, version: int) -> Result:
-        """DeleteGroups v0-2: offsets tombstones then the group tombstone, per group."""
-        writes: list[Write] = []
-        results = []
-        for group_id in req.groups_names:
-            code = E.NONE
-            group = self.groups.get(group_id)
-            if (early := self.group_error(group_id)) is not None:
-                code = early
-            elif group_id in self.consumer.groups:
-                results.append(self._delete_consumer_group(group_id, writes))
-                continue
-            elif group is None or group.is_in(GroupState.DEAD):
-                code = E.GROUP_ID_NOT_FOUND
-            elif not group.is_in(GroupState.EMPTY):
-                code = E.NON_EMPTY_GROUP
-            entry = DeleteGroupsResponse.DeletableGroupResult(group_id=group_id,
-                                                              error_code=int(code))
-            results.append(entry)
-            if code is E.NONE:
-                records = self.offsets.delete_all(group_id)
-                records.append(group_metadata_tombstone(group_id))
-                offsets = self.offsets.offsets.get(group_id, {})
-                self._remove_group(group)
-                writes.append(Write(group_id, records,
-                                    self._on_group_deletion_stored(group, offsets, entry)))
-        return self._result(DeleteGroupsResponse(results=results), writes=writes)
-
-    def _delete_consumer_group(self, group_id: str, writes: list[Write]
-                               ) -> DeleteGroupsResponse.DeletableGroupResult:
-        """A consumer group must be Empty; its offsets' tombstones, then its own, go in one
-        write; it is gone at once and put back if they are not stored."""
-        group = self.consumer.groups[group_id]
-        entry = DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=0)
-        if group.members:
-            entry.error_code = int(E.NON_EMPTY_GROUP)
-            return entry
-        records = self.offsets.delete_all(group_id)
-        offsets = self.offsets.offsets.get(group_id, {})
-        self.offsets.offsets.pop(group_id, None)
-        self.offsets.txn.drop_group(group_id)
-        changes = self._consumer_group_tombstones(group)
-        self.consumer.take_over(group_id, changes)
-        tombstones = self.consumer.take()
-
-        def on_appended(append_error: ErrorCode) -> None:
-            if append_error is E.NONE:
-                return
-            entry.error_code = int(group_metadata_error(append_error))
-            if group_id not in self.consumer.groups and group_id not in self.groups:
-                group.dead = False
-                self.consumer.groups[group_id] = group
-                if offsets:
-                    self.offsets.offsets[group_id] = offsets
-
-        writes.append(Write(group_id, records + [r for w in tombstones for r in w.records],
-                            on_appended))
-        return entry
-
-    def _on_group_deletion_stored(self, group: ClassicGroup, offsets: dict,
-                                  entry: DeleteGroupsResponse.DeletableGroupResult
-                                  ) -> Callable[[ErrorCode], None]:
-        """The group is removed at once (no later call may see it) and put back, Empty with
-        its offsets, if its tombstones are not stored; the group answers the mapped error
-        (Kafka's coordinator reverts its snapshot and maps the append error)."""
-        def on_appended(append_error: ErrorCode) -> None:
-            if append_error is E.NONE:
-                return
-            entry.error_code = int(group_metadata_error(append_error))
-            if group.group_id in self.groups:  # recreated meanwhile: that one is newer
-                return
-            group.state = GroupState.EMPTY
-            self.groups[group.group_id] = group
-            if offsets:
-                self.offsets.offsets[group.group_id] = offsets
-
-        return on_appended
-
-    def list_groups(self, req: ListGroupsRequest, version: int) -> Result:
-        """ListGroups v0-5 (states filter v4+, types filter v5+, case-insensitive like
-        Kafka); both group types."""
-        # Kafka lists the groups loaded so far, with LOAD_IN_PROGRESS while any partition loads
-        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading or self.loading_partitions \
-            else E.NONE
-        if self.loading:
-            return self._result(ListGroupsResponse(error_code=int(error)))
-        states = {s.lower() for s in req.states_filter} if version >= 4 else set()
-        types = {t.lower() for t in req.types_filter} if version >= 5 else set()
-        listed = []
-        for group in self.groups.values():
-            if states and group.state.lower() not in states:
-                continue
-            if types and "classic" not in types:
-                continue
-            listed.append(ListGroupsResponse.ListedGroup(
-                group_id=group.group_id, protocol_type=group.protocol_type or "",
-                group_state=str(group.state), group_type="classic"))
-        for cgroup in self.consumer.groups.values():
-            if states and cgroup.state.lower() not in states:
-                continue
-            if types and "consumer" not in types:
-                continue
-            listed.append(listed_group(cgroup))
-        return self._result(ListGroupsResponse(error_code=int(error), groups=listed))
-
-    def describe_groups(self, req: DescribeGroupsRequest, version: int) -> Result:
-        """DescribeGroups v0-5: an unknown group is described as Dead with no error."""
-        described = []
-        for group_id in req.groups:
-            if (early := self.group_error(group_id)) is not None:
-                described.append(DescribeGroupsResponse.DescribedGroup(
-                    group_id=group_id, error_code=int(early)))
-                continue
-            group = self.groups.get(group_id)
-            if group is None:
-                described.append(DescribeGroupsResponse.DescribedGroup(
-                    group_id=group_id, group_state=str(GroupState.DEAD), protocol_type="",
-                    protocol_data="", members=[]))
-                continue
-            stable = group.is_in(GroupState.STABLE)
-            members = [
-                DescribeGroupsResponse.DescribedGroupMember(
-                    member_id=m.member_id, group_instance_id=m.group_instance_id,
-                    client_id=m.client_id, client_host=m.client_host,
-                    member_metadata=m.metadata(group.protocol_name) if stable else b"",
-                    member_assignment=m.assignment if stable else b"")
-                for m in group.members.values()
-            ]
-            described.append(DescribeGroupsResponse.DescribedGroup(
-                group_id=group_id, group_state=str(group.state),
-                protocol_type=group.protocol_type or "",
-                protocol_data=(group.protocol_name or "") if stable else "",
-                members=members))
-        return self._result(DescribeGroupsResponse(groups=described))
-
-    # -- loading ---------------------------------------------------------------------------
-
-    def begin_load(self, partition: int | None = None) -> None:
-        """Loading starts: of every partition (None, a single broker's start-up) or of
-        ``__consumer_offsets`` partition ``partition`` (this broker became its leader)."""
-        if partition is None:
-            self.loading = True
-        else:
-            self.loading_partitions.add(partition)
-
-    def complete_load(self, partition: int | None = None) -> None:
-        """Loading ends; a partition loaded is owned from now on."""
-        if partition is None:
-            self.loading = False
-            return
-        self.loading_partitions.discard(partition)
-        if self.owned_partitions is not None:
-            self.owned_partitions.add(partition)
-
-    def unload_partition(self, partition: int) -> Result:
-        """This broker stopped leading ``__consumer_offsets`` partition ``partition`` (Kafka's
-        ``GroupCoordinator.onResignation`` / ``removeGroupsForPartition``): its groups leave
-        memory, their timers are cancelled, and their parked requests answer NOT_COORDINATOR
-        (JoinGroups of a rebalancing group, SyncGroups of a completing one), released through
-        the returned Result's deliveries.  Later requests for them answer NOT_COORDINATOR."""
-        self.loading_partitions.discard(partition)
-        if self.owned_partitions is not None:
-            self.owned_partitions.discard(partition)
-        for group in [g for g in self.groups.values()
-                      if self.partition_for(g.group_id) == partition]:
-            self._unload_group(group)
-        for cgroup in [g for g in self.consumer.groups.values()
-                       if self.partition_for(g.group_id) == partition]:
-            self.consumer.drop_timers(cgroup)
-            cgroup.dead = True
-            del self.consumer.groups[cgroup.group_id]
-        for group_id in [g for g in self.offsets.offsets if self.partition_for(g) == partition]:
-            del self.offsets.offsets[group_id]
-        for group_id in [g for g in self.offsets.txn.open_by_group
-                         if self.partition_for(g) == partition]:
-            self.offsets.txn.drop_group(group_id)
-        return self._result()
-
-    def _unload_group(self, group: ClassicGroup) -> None:
-        """Kafka's ``onGroupUnloaded``: Dead, parked answers NOT_COORDINATOR, timers gone."""
-        previous = group.state
-        group.state = GroupState.DEAD
-        for member in list(group.members.values()):
-            if previous is GroupState.PREPARING_REBALANCE:
-                group.complete_join(member, join_error(member.member_id, E.NOT_COORDINATOR))
-            elif previous in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-                group.complete_sync(member, sync_error(E.NOT_COORDINATOR))
-        self.members.drop_group_timers(group)
-        self.groups.pop(group.group_id, None)
-
-    def replay(self, key: bytes, value: bytes | None, offset: int = -1,
-               producer_id: int = -1) -> None:
-        """Apply one ``__consumer_offsets`` record (restart = replay them all in order):
-        ``offset`` is its offset in the partition, ``producer_id`` >= 0 when it is in a
-        transactional batch (a TxnOffsetCommit, pending until ``replay_end_txn``)."""
-        record_type, key_struct = decode_any_key(key)
-        if key_struct is None:
-            return
-        if record_type in CONSUMER_GROUP_RECORD_TYPES:
-            decoded_value = None if value is None else decode_any_value(record_type, value)[1]
-            self._replay_consumer(record_type, key_struct, decoded_value)
-            return
-        decoded = decode_value(key_struct, value)
-        if isinstance(key_struct, OffsetCommitKey):
-            self.offsets.replay(key_struct, decoded, self._now(), offset, producer_id)
-        else:
-            self._replay_group(key_struct, decoded)
-
-    def _replay_consumer(self, record_type: int, key, value) -> None:
-        """A consumer-protocol group record; a classic group of that id (an empty one the
-        consumer group replaced: its tombstone comes first) gives way."""
-        if value is not None and key.group_id in self.groups:
-            classic = self.groups.pop(key.group_id)
-            self.members.drop_group_timers(classic)
-        consumer_records.apply(self.consumer.groups, (record_type, key, value))
-        group = self.consumer.groups.get(key.group_id)
-        if group is not None and record_type == 5 and key.member_id in group.members:
-            # Kafka starts every loaded member's session when the partition loads
-            self.consumer.schedule_session_timeout(key.group_id, key.member_id)
-
-    def replay_end_txn(self, producer_id: int, commit: bool, partition: int) -> None:
-        """A COMMIT/ABORT control record of ``producer_id`` read from ``__consumer_offsets``
-        partition ``partition`` during a load: as ``complete_txn`` for that partition."""
-        self.complete_txn(producer_id, commit, [partition])
-
-    def _replay_group(self, key: GroupMetadataKey, value: GroupMetadataValue | None) -> None:
-        """Kafka's ``GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue)``."""
-        old = self.groups.get(key.group)
-        if value is None:
-            if old is not None:
-                self.members.drop_group_timers(old)
-                old.state = GroupState.DEAD
-                del self.groups[key.group]
-            return
-        if old is not None:
-            self.members.drop_group_timers(old)
-        group = ClassicGroup(
-            key.group, GroupState.STABLE if value.members else GroupState.EMPTY,
-            generation_id=value.generation,
-            protocol_type=value.protocol_type or None, protocol_name=value.protocol,
-            leader_id=value.leader,
-            current_state_timestamp_ms=None if value.current_state_timestamp == -1
-            else value.current_state_timestamp)
-        for m in value.members:
-            group.add(ClassicGroupMember(
-                member_id=m.member_id, group_instance_id=m.group_instance_id,
-                client_id=m.client_id, client_host=m.client_host,
-                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1
-                else m.rebalance_timeout,
-                session_timeout_ms=m.session_timeout, protocol_type=value.protocol_type,
-                protocols=[(value.protocol or "", bytes(m.subscription))],
-                assignment=bytes(m.assignment)))
-        group.subscribed_topics = group.compute_subscribed_topics()
-        self.groups[key.group] = group
-        # Kafka schedules every loaded member's session expiry when the partition loads.
-        for member in group.members.values():
-            self.members._reschedule_heartbeat(group, member)
-
 
 def _txn_commit_error(req: TxnOffsetCommitRequest, code: ErrorCode) -> TxnOffsetCommitResponse:
     """Kafka's ``TxnOffsetCommitRequest.getErrorResponse``: every partition the error."""

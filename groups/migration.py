@@ -17,7 +17,7 @@ partition is loaded again; noted in NOT_IMPLEMENTED.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groups.append_errors import group_metadata_error
 from groups.consumer import classic_members
@@ -39,16 +39,14 @@ from groups.result import Result, Write
 from wire.error_codes import ErrorCode
 from wire.messages import HeartbeatResponse, LeaveGroupResponse
 
-if TYPE_CHECKING:
-    from groups.coordinator import GroupCoordinator
-
 __all__ = ["Migration"]
 
 E = ErrorCode
 
 
 class Migration:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(self, coordinator: Any) -> None:
+        """``coordinator``: the ``GroupCoordinator`` (not imported: it imports this module)."""
         self.c = coordinator
         coordinator.consumer.classic_conflict = self.upgrade
         coordinator.consumer.downgrade = self.downgrade

@@ -27,16 +27,15 @@ gets the mapped error.
 from __future__ import annotations
 
 import copy
-import re
 import uuid
 from collections.abc import Callable
 
 from groups.append_errors import group_metadata_error
 from groups.config import GroupConfig
 from groups.consumer import records as R
-from groups.consumer.assignors import MemberSpec, PartitionAssignorError, TopicSpec, assign
+from groups.consumer import target
 from groups.consumer.errors import GroupApiError
-from groups.consumer.group import ConsumerGroup, ResolvedRegex
+from groups.consumer.group import ConsumerGroup
 from groups.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -55,19 +54,7 @@ from wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatR
 __all__ = ["ConsumerGroupHeartbeats"]
 
 E = ErrorCode
-REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000   # Kafka's GroupMetadataManager constant
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
-
-
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """The regex a member subscribes with (Kafka compiles RE2/J syntax; Python's ``re``
-    reads that syntax the same for what RE2 accepts), matched against whole topic names."""
-    try:
-        return re.compile(pattern)
-    except re.error as err:
-        raise GroupApiError(E.INVALID_REGULAR_EXPRESSION,
-                            f"SubscribedTopicRegex `{pattern}` is not a valid regular "
-                            f"expression: {err}.") from None
 
 
 class ConsumerGroupHeartbeats:
@@ -342,123 +329,32 @@ class ConsumerGroupHeartbeats:
         self.timers.cancel(_session_key(group_id, old.member_id))
         self.timers.cancel(_rebalance_key(group_id, old.member_id))
 
-    # -- regular expressions ----------------------------------------------------------------
+    # -- regular expressions, group epoch and target assignment (target.py) ---------------------
 
     def _update_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember,
                         updated: ConsumerGroupMember, image: TopicsImage, now: int,
                         changes: list[R.Change]) -> int:
-        """Kafka's ``maybeUpdateRegularExpressions``, resolving at once (Kafka resolves off
-        the coordinator's thread and comes back): 0 no change, 1 the member's regex changed,
-        2 changed and resolved (the group epoch must move)."""
-        old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
-        status = 0
-        require_refresh = False
-        if old != new:
-            status = 1
-            if old and not group.regex_in_use(old, except_member=member.member_id):
-                if old in group.resolved_regexes:
-                    self._apply(group, changes, R.regex_tombstone(group.group_id, old))
-            if new:
-                if not group.regex_in_use(new, except_member=member.member_id):
-                    compile_regex(new)
-                    require_refresh = True
-                elif new in group.resolved_regexes:
-                    status = 2
-            elif old:
-                status = 2
-        regexes = {m.subscribed_topic_regex for m in group.members.values()
-                   if m.subscribed_topic_regex and m.member_id != member.member_id}
-        if new:
-            regexes.add(new)
-        if not regexes:
-            return status
-        last = self._last_regex_refresh.get(group.group_id, -REGEX_BATCH_REFRESH_MIN_INTERVAL_MS - 1)
-        unresolved = any(r not in group.resolved_regexes for r in regexes)
-        stale = any(group.resolved_regexes[r].version < image.version
-                    for r in regexes if r in group.resolved_regexes)
-        if not (require_refresh or unresolved or
-                (stale and now > last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS)):
-            return status
-        self._last_regex_refresh[group.group_id] = now
-        resolved_any = False
-        for pattern in sorted(regexes):
-            try:
-                compiled = re.compile(pattern)
-            except re.error:
-                continue   # validated when it came in; Kafka logs and ignores it
-            topics = frozenset(n for n in image.by_name if compiled.fullmatch(n))
-            previous = group.resolved_regexes.get(pattern)
-            if previous is not None and previous.topics == topics:
-                continue
-            self._apply(group, changes, R.regex(group.group_id, pattern,
-                                                ResolvedRegex(topics, image.version, now)))
-            resolved_any = True
-        if resolved_any:
-            return 2
-        return status
-
-    # -- group epoch and target assignment ----------------------------------------------------
+        return target.update_regexes(group, member, updated, image, now, self._last_regex_refresh,
+                                     lambda change: self._apply(group, changes, change))
 
     def _update_group_epoch(self, group: ConsumerGroup, bump: bool, image: TopicsImage,
                             changes: list[R.Change]) -> None:
-        """Kafka's ``updateSubscriptionMetadata``: a new metadata hash bumps the epoch too."""
-        metadata_hash = image.group_hash(group.subscribed_topic_names())
-        group.metadata_seen = image
-        if metadata_hash != group.metadata_hash:
-            bump = True
-        if bump:
+        if target.update_group_epoch(group, bump, image,
+                                     lambda change: self._apply(group, changes, change)):
             self.rebalances += 1
-            self._apply(group, changes, R.epoch(group.group_id, group.group_epoch + 1,
-                                                metadata_hash))
-        if group.has_partition_metadata_record:
-            self._apply(group, changes, R.partition_metadata_tombstone(group.group_id))
 
     def _subscribed_ids(self, group: ConsumerGroup, member: ConsumerGroupMember,
                         image: TopicsImage) -> set[uuid.UUID]:
-        names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:
-            resolved = group.resolved_regexes.get(member.subscribed_topic_regex)
-            if resolved is not None:
-                names |= resolved.topics
-        return {image.by_name[n].topic_id for n in names if n in image.by_name}
+        return target.subscribed_ids(group, member, image)
 
     def _target_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember,
                            image: TopicsImage, now: int, changes: list[R.Change]
                            ) -> tuple[int, dict[uuid.UUID, frozenset[int]]]:
         """Kafka's ``maybeUpdateTargetAssignment``: (target epoch, the member's target)."""
-        if group.assignment_epoch >= group.group_epoch:
-            return group.assignment_epoch, group.target_of(member.member_id)
-        self.recompute_target(group, image, now, changes)
+        if group.assignment_epoch < group.group_epoch:
+            target.recompute_target(group, image, now, self.config.consumer_assignors[0],
+                                    lambda change: self._apply(group, changes, change))
         return group.assignment_epoch, group.target_of(member.member_id)
-
-    def recompute_target(self, group: ConsumerGroup, image: TopicsImage, now: int,
-                         changes: list[R.Change]) -> None:
-        """Run the group's preferred assignor and store the new target at the group epoch
-        (Kafka's ``TargetAssignmentBuilder``: only members whose target changed get a
-        record, then the metadata record)."""
-        assignor = group.preferred_assignor() or self.config.consumer_assignors[0]
-        specs = {}
-        for m in group.members.values():
-            specs[m.member_id] = MemberSpec(
-                subscribed_topic_ids=frozenset(self._subscribed_ids(group, m, image)),
-                rack_id=m.rack_id, instance_id=m.instance_id,
-                assigned=group.target_of(m.member_id))
-        topic_ids = {t for s in specs.values() for t in s.subscribed_topic_ids}
-        topics = {t: TopicSpec(name=image.by_id[t].name,
-                               num_partitions=image.by_id[t].num_partitions,
-                               partition_racks=image.by_id[t].partition_racks)
-                  for t in topic_ids}
-        try:
-            new_target = assign(assignor, specs, topics)
-        except PartitionAssignorError as err:
-            raise GroupApiError(E.UNKNOWN_SERVER_ERROR,
-                                f"Failed to compute a new target assignment for epoch "
-                                f"{group.group_epoch}: {err}") from None
-        for member_id in sorted(new_target):
-            partitions = {t: p for t, p in new_target[member_id].items() if p}
-            if partitions != group.target_of(member_id) or member_id not in group.target:
-                self._apply(group, changes, R.target_member(group.group_id, member_id, partitions))
-        self._apply(group, changes, R.target_metadata(group.group_id, group.group_epoch, now))
 
     # -- leaving and fencing ------------------------------------------------------------------
 

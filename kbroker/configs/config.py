@@ -343,6 +343,10 @@ class BrokerConfig:
             if value > hi:
                 raise ConfigError(f"group.consumer.{kind}.ms must be less than or equal to "
                                   f"group.consumer.max.{kind}.ms")
+        for name in v["group.consumer.assignors"]:   # Kafka instantiates them at start-up
+            if name not in ("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                            "org.apache.kafka.coordinator.group.assignor.RangeAssignor"):
+                raise ConfigError(f"Class {name} cannot be found")
         if v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.session.timeout.ms"]:
             raise ConfigError("group.consumer.heartbeat.interval.ms must be less than "
                               "group.consumer.session.timeout.ms")

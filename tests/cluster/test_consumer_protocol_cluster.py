@@ -6,6 +6,7 @@ committed record is lost or read twice."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -14,6 +15,8 @@ from kbroker.interbroker.broker_channel import send_once
 from tests.support.cluster_processes import Cluster, wait_until
 from tests.support.consumer_members import Member, describe, settled
 from tests.support.group_helpers import produce_numbers
+from tests.support.kafka_tools import kafka_tool
+from wire.java_hash import partition_for
 from wire.messages import FindCoordinatorRequest
 
 pytestmark = pytest.mark.timeout(600)
@@ -64,6 +67,15 @@ def test_the_coordinator_killed_with_minus_9_moves_and_the_group_goes_on_with_it
         assert sorted(m.member_id for m in after.members) == sorted(m.member_id for m in before.members)
         assert after.group_epoch >= before.group_epoch
         assert after.group_state == "Stable"
+        # the new coordinator's replica of the group's partition, read by Kafka's DumpLogSegments
+        partition = partition_for("g-cluster", 3)
+        segments = sorted((cluster.brokers[new].data_dir / f"__consumer_offsets-{partition}").glob("*.log"))
+        dump = "".join(kafka_tool("org.apache.kafka.tools.DumpLogSegments", "--files", str(seg),
+                                  "--offsets-decoder") for seg in segments)
+        lines = [ln for ln in dump.splitlines() if ln.startswith("| offset:")]
+        assert lines and not [ln for ln in lines if "Error at offset" in ln], dump[-3000:]
+        types = set(re.findall(r'key: \{"type":"(\d+)","data":\{"groupId":"g-cluster"', dump))
+        assert {"3", "5", "6", "7", "8"} <= types
     finally:
         for m in members:
             m.stop()

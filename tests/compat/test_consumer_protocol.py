@@ -19,6 +19,7 @@ from tests.support.broker_process import BrokerProcess
 from tests.support.consumer_members import Member, describe, settled, wait_until
 from tests.support.group_helpers import create_topic, produce_numbers
 from tests.support.kafka_tools import kafka_tool
+from wire.error_codes import ErrorCode as E
 from wire.record_batch import iter_batches
 
 # Sessions short enough for a test (Kafka's minimums are 45 s / 5 s: lowered with them)
@@ -255,3 +256,58 @@ def test_a_running_classic_group_is_rolled_to_the_consumer_protocol_and_back_wit
     finally:
         for m in everyone:
             m.stop()
+
+
+def test_bad_heartbeats_over_tcp_get_kafkas_errors_store_nothing_and_leave_the_connection_serving(broker):
+    """Raw ConsumerGroupHeartbeat requests a stock client would never send: each answered
+    with Kafka's error code on the same connection, nothing written to __consumer_offsets,
+    and a frame that does not parse closes only its own connection."""
+    import socket
+    import struct
+
+    from tests.support.wire_client import WireClient
+    from wire.messages import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+    )
+    from wire.messages import (
+        ConsumerGroupHeartbeatRequest as Req,
+    )
+    from wire.messages import (
+        ConsumerGroupHeartbeatResponse as Resp,
+    )
+
+    create_topic(broker.bootstrap, "clicks", 1)
+    join = {"member_epoch": 0, "rebalance_timeout_ms": 1000, "topic_partitions": []}
+    cases = [
+        (Req(group_id="", member_id="m", subscribed_topic_names=["clicks"], **join), E.INVALID_REQUEST),
+        (Req(group_id="b", member_id="", subscribed_topic_names=["clicks"], **join), E.INVALID_REQUEST),
+        (Req(group_id="b", member_id="m", **join), E.INVALID_REQUEST),
+        (Req(group_id="b", member_id="m", member_epoch=-7), E.INVALID_REQUEST),
+        (Req(group_id="b", member_id="m", subscribed_topic_names=["clicks"], server_assignor="sticky", **join),
+         E.UNSUPPORTED_ASSIGNOR),
+        (Req(group_id="b", member_id="m", subscribed_topic_regex="clicks-(", **join), E.INVALID_REGULAR_EXPRESSION),
+        (Req(group_id="b", member_id="m", member_epoch=5, topic_partitions=[]), E.GROUP_ID_NOT_FOUND),
+        (Req(group_id="b", member_id="m", subscribed_topic_names=[f"t{i}" for i in range(20_000)], **join),
+         E.NONE),   # a large subscription is a subscription
+        (Req(group_id="b", member_id="other", member_epoch=3, topic_partitions=[]), E.UNKNOWN_MEMBER_ID),
+    ]
+    client = WireClient(broker.bootstrap)
+    try:
+        for req, code in cases:
+            resp = client.call(req, 1, Resp)
+            assert resp.error_code == code, (req, resp)
+        assert client.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
+                           ApiVersionsResponse).error_code == 0
+    finally:
+        client.close()
+    d = describe(broker.bootstrap, "b")   # only the one valid join made a member
+    assert [m.member_id for m in d.members] == ["m"]
+    # a ConsumerGroupHeartbeat frame cut short: that connection closes, the broker serves on
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        body = struct.pack(">hhi", 68, 1, 1) + b"\x00\x01x\x00" + b"\x05"   # header, then garbage
+        s.sendall(struct.pack(">i", len(body)) + body)
+        s.settimeout(10)
+        assert s.recv(4096) == b""
+    assert describe(broker.bootstrap, "b").group_epoch == d.group_epoch
