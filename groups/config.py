@@ -34,6 +34,9 @@ class GroupConfig:
     consumer_min_heartbeat_interval_ms: int = 5_000
     consumer_max_heartbeat_interval_ms: int = 15_000
     consumer_max_size: int = 2**31 - 1
+    # a group's target assignment is recomputed at most once per interval (0: at once);
+    # joins and leaves within it are folded into the next computation
+    consumer_assignment_interval_ms: int = 1_000
     consumer_assignors: tuple[str, ...] = ("uniform", "range")   # the first is the default
     consumer_migration_policy: str = "bidirectional"
 
@@ -52,6 +55,7 @@ class GroupConfig:
         "group.consumer.min.heartbeat.interval.ms": "consumer_min_heartbeat_interval_ms",
         "group.consumer.max.heartbeat.interval.ms": "consumer_max_heartbeat_interval_ms",
         "group.consumer.max.size": "consumer_max_size",
+        "group.consumer.assignment.interval.ms": "consumer_assignment_interval_ms",
     }
 
     @classmethod

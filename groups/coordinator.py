@@ -105,6 +105,7 @@ class GroupCoordinator(GroupAdmin, GroupLoading):
         self.owned_partitions: set[int] | None = None
         self.loading_partitions: set[int] = set()
         self.offsets_topic_partitions = self.config.offsets_topic_num_partitions
+        self._partition_cache: dict[tuple[str, int], int] = {}
         self._schedule_expiry()
 
     # -- helpers ---------------------------------------------------------------------------
@@ -113,8 +114,15 @@ class GroupCoordinator(GroupAdmin, GroupLoading):
         return self.clock.milliseconds()
 
     def partition_for(self, group_id: str) -> int:
-        """The ``__consumer_offsets`` partition holding ``group_id``'s records."""
-        return partition_for(group_id, self.offsets_topic_partitions)
+        """The ``__consumer_offsets`` partition holding ``group_id``'s records (Java's string
+        hash in Python costs ~1 µs a character: kept per group id and partition count)."""
+        key = (group_id, self.offsets_topic_partitions)
+        index = self._partition_cache.get(key)
+        if index is None:
+            if len(self._partition_cache) > 100_000:
+                self._partition_cache.clear()
+            index = self._partition_cache[key] = partition_for(group_id, self.offsets_topic_partitions)
+        return index
 
     def group_error(self, group_id: str) -> ErrorCode | None:
         """COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR when this coordinator may not

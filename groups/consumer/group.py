@@ -132,6 +132,11 @@ class ConsumerGroup:
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
 
+    def rebuild_partition_owner(self) -> None:
+        self.partition_owner = {}
+        for member in self.members.values():
+            self._own(member)
+
     def _own(self, member: ConsumerGroupMember) -> None:
         for assigned in (member.assigned, member.pending_revocation):
             for topic_id, partitions in assigned.items():

@@ -351,7 +351,8 @@ class ConsumerGroupHeartbeats:
                            image: TopicsImage, now: int, changes: list[R.Change]
                            ) -> tuple[int, dict[uuid.UUID, frozenset[int]]]:
         """Kafka's ``maybeUpdateTargetAssignment``: (target epoch, the member's target)."""
-        if group.assignment_epoch < group.group_epoch:
+        if group.assignment_epoch < group.group_epoch and target.can_compute_next_target(
+                group.assignment_timestamp_ms, self.config.consumer_assignment_interval_ms, now):
             target.recompute_target(group, image, now, self.config.consumer_assignors[0],
                                     lambda change: self._apply(group, changes, change))
         return group.assignment_epoch, group.target_of(member.member_id)
@@ -516,6 +517,7 @@ class ConsumerGroupHeartbeats:
         if before is None:
             self.groups.pop(group_id, None)
         else:
+            before.rebuild_partition_owner()
             self.groups[group_id] = before
             before.metadata_seen = None
 
@@ -525,7 +527,7 @@ def _copy_group(group: ConsumerGroup) -> ConsumerGroup:
     clone.members = dict(group.members)
     clone.target = dict(group.target)
     clone.static_members = dict(group.static_members)
-    clone.partition_owner = dict(group.partition_owner)
+    clone.partition_owner = {}   # rebuilt from the members if the snapshot is restored
     clone.resolved_regexes = dict(group.resolved_regexes)
     return clone
 

@@ -21,7 +21,7 @@ from groups.consumer.topics import TopicsImage
 from wire.error_codes import ErrorCode
 
 __all__ = ["compile_regex", "update_regexes", "update_group_epoch", "subscribed_ids",
-           "recompute_target", "REGEX_BATCH_REFRESH_MIN_INTERVAL_MS"]
+           "recompute_target", "can_compute_next_target", "REGEX_BATCH_REFRESH_MIN_INTERVAL_MS"]
 
 E = ErrorCode
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000   # Kafka's GroupMetadataManager constant
@@ -113,6 +113,15 @@ def subscribed_ids(group: ConsumerGroup, member: ConsumerGroupMember,
         if resolved is not None:
             names |= resolved.topics
     return {image.by_name[n].topic_id for n in names if n in image.by_name}
+
+
+def can_compute_next_target(assignment_timestamp_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """Kafka's ``canComputeNextTargetAssignment``: at once when there is no target yet (or
+    its time is unknown: 0) or the interval is 0, else once the interval has passed since
+    the last computation."""
+    if assignment_timestamp_ms == 0 or interval_ms == 0:
+        return True
+    return now_ms >= assignment_timestamp_ms + interval_ms
 
 
 def recompute_target(group: ConsumerGroup, image: TopicsImage, now: int, default_assignor: str,

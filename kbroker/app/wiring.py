@@ -82,7 +82,7 @@ def _services(state: BrokerState, cluster: ClusterRuntime | None, groups: GroupS
     metadata = (ClusterMetadata(state.config.listeners[0].name, cluster.cache, lambda: cluster.controller_id)
                 if cluster is not None else SingleNodeMetadata(state))
     # the consumer group protocol reads topics (ids, partitions, racks) through the same port
-    groups.coordinator.consumer.topics = TopicsImageSource(metadata)
+    groups.coordinator.consumer.topics = TopicsImageSource(metadata, state.clock.milliseconds)
     services = Services(
         node_id=state.node_id,
         cluster_id=state.cluster_id,

@@ -199,6 +199,9 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("group.consumer.min.heartbeat.interval.ms", "int", 5000, at_least=1),
     _k("group.consumer.max.heartbeat.interval.ms", "int", 15000, at_least=1),
     _k("group.consumer.max.size", "int", INT_MAX, at_least=1),
+    _k("group.consumer.assignment.interval.ms", "int", 1000, at_least=0),
+    _k("group.consumer.min.assignment.interval.ms", "int", 0, at_least=0),
+    _k("group.consumer.max.assignment.interval.ms", "int", 15000, at_least=0),
     _k("group.consumer.assignors", "list", ["uniform", "range"]),
     _k("group.consumer.migration.policy", "string", "bidirectional",
        valid=("disabled", "upgrade", "downgrade", "bidirectional")),
@@ -334,7 +337,7 @@ class BrokerConfig:
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         # GroupCoordinatorConfig's requirements for the consumer group protocol, Kafka's messages
         v = self.values
-        for kind in ("session.timeout", "heartbeat.interval"):
+        for kind in ("session.timeout", "heartbeat.interval", "assignment.interval"):
             value, lo, hi = (v[f"group.consumer.{kind}.ms"], v[f"group.consumer.min.{kind}.ms"],
                              v[f"group.consumer.max.{kind}.ms"])
             if value < lo:

@@ -93,6 +93,7 @@ class GroupService:
                 "offsets.topic.num.partitions",
                 "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
                 "group.consumer.max.size", "group.consumer.assignors",
+                "group.consumer.assignment.interval.ms",
                 "group.consumer.migration.policy")}),
             state.clock,
         )

@@ -43,7 +43,7 @@ class Topics:
 
 
 def coordinator(**topics: int) -> tuple[StoringCoordinator, object, Topics]:
-    c, clock = make(consumer_session_timeout_ms=45_000)
+    c, clock = make(consumer_session_timeout_ms=45_000, consumer_assignment_interval_ms=0)
     src = Topics(**(topics or {"t": 6}))
     c.coordinator.consumer.topics = src
     return c, clock, src
@@ -286,3 +286,18 @@ def test_a_failed_append_answers_the_mapped_error_and_leaves_the_group_as_it_was
     r = call(c, hb("m2", 0))
     assert r.error_code == E.COORDINATOR_NOT_AVAILABLE
     assert c.coordinator.consumer.groups[G].members == before
+
+
+def test_a_group_epoch_bump_within_the_assignment_interval_waits_for_the_interval():
+    c, clock = make(consumer_assignment_interval_ms=1_000)
+    c.coordinator.consumer.topics = Topics(t=6)
+    call(c, hb("m1", 0))                          # first target: computed at once
+    r2 = call(c, hb("m2", 0))
+    d = c.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=[G]), 1).response.groups[0]
+    assert (d.group_epoch, d.assignment_epoch, d.group_state) == (2, 1, "Assigning")
+    assert r2.member_epoch == 1 and assigned(r2) == {}   # the last target: nothing for it yet
+    clock.advance(1_000)
+    r1 = call(c, hb("m1", 1, owned={T1: {0, 1, 2, 3, 4, 5}}))
+    assert r1.member_epoch == 1 and len(assigned(r1)[T1]) == 3   # revoking for epoch 2's target
+    d = c.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=[G]), 1).response.groups[0]
+    assert (d.group_epoch, d.assignment_epoch) == (2, 2)
