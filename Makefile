@@ -9,7 +9,7 @@ SCHEMAS ?= wire/codegen/schemas
 
 .PHONY: run test deps-system spark-jars zookeeper-jars spark-demo lint gen gen-check schemas bench-codec bench-log bench-group \
         bench bench-quick bench-profile bench-cluster kafka-jars clean cluster cluster-stop \
-        bench-small-wide bench-curves bench-memory bench-cores bench-txn soak
+        bench-small-wide bench-curves bench-memory bench-cores bench-txn bench-consumer-protocol soak
 
 $(VENV)/.run-installed: pyproject.toml setup.py log/_record_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -151,6 +151,12 @@ bench-cores: $(VENV)/.bench-installed kafka-jars zookeeper-jars
 ## 100 ms) and the same idempotent, kbroker vs Kafka (~8 min); writes bench/results/txn.md/.json
 bench-txn: $(VENV)/.bench-installed kafka-jars
 	$(PY) -m bench.suites.txn
+
+## bench-consumer-protocol: the consumer group protocol (KIP-848): join to stable of 10 and 100
+## members over 1,000 partitions, and broker CPU per heartbeat of a steady 100-member group,
+## kbroker vs Kafka, 3 repetitions (~13 min); writes bench/results/consumer_protocol.md/.json
+bench-consumer-protocol: $(VENV)/.bench-installed kafka-jars
+	$(PY) -m bench.suites.consumer_protocol
 
 ## bench-profile: kbroker under cProfile during the produce and consume workloads;
 ## writes bench/results/profile.md
