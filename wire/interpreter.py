@@ -10,7 +10,9 @@ Rules (Kafka's generator, clients/.../message/MessageDataGenerator.java):
 * in flexible versions, strings/bytes/arrays are compact and every struct ends with a
   tagged-field section: count, then (tag, size, value) sorted by tag; a tagged field is
   written only when it differs from its default, unknown tags are skipped on read;
-* a non-array struct field that is nullable carries an int8 marker (-1 null, 1 present);
+* a non-array struct field that is nullable carries an int8 marker (-1 null, 1 present),
+  but inside a tagged field an unsigned varint (0 null, 1 present: Kafka's generated code
+  writes ``writeUnsignedVarint(0)`` / ``(1)`` there and reads ``readUnsignedVarint() <= 0``);
 * ``records`` are bytes whose value stays a zero-copy memoryview on decode.
 """
 
@@ -45,7 +47,8 @@ def _read_value(r: Reader, f: FieldSpec, v: int, flexible: bool) -> Any:
     t = f.elem
     if f.struct is not None:
         if f.is_nullable(v) and not f.is_array:
-            if r.int8() < 0:
+            marker = r.int8()
+            if marker < 0 or (marker == 0 and flexible and f.is_tagged(v)):
                 return None
         return _read_struct(r, f.struct, v, flexible)
     compact = f.is_compact(v, flexible)
@@ -153,7 +156,7 @@ def _write_value(w: Writer, f: Any, val: Any, v: int, flexible: bool) -> None:
     if f.struct is not None:
         if not f.is_array and f.is_nullable(v):
             if val is None:
-                w.int8(-1)
+                w.int8(0 if flexible and f.is_tagged(v) else -1)
                 return
             w.int8(1)
         elif val is None:

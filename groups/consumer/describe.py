@@ -45,7 +45,7 @@ def described_member(group: ConsumerGroup, m: ConsumerGroupMember, image: Topics
         member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
         member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
         subscribed_topic_names=list(m.subscribed_topic_names),
-        subscribed_topic_regex=m.subscribed_topic_regex,
+        subscribed_topic_regex=m.subscribed_topic_regex or "",   # Kafka describes "" for none
         assignment=_D.Assignment(topic_partitions=_topic_partitions(
             _merged(m.assigned, m.pending_revocation), image)),
         target_assignment=_D.Assignment(topic_partitions=_topic_partitions(target, image)),

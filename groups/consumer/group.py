@@ -42,9 +42,11 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        # Kafka 4.3 starts a new group at epoch 1 and its target at epoch 1 (ModernGroup,
+        # TargetAssignmentMetadata.INITIAL): the first member's join makes epoch 2
+        self.group_epoch = 1
         self.metadata_hash = 0
-        self.assignment_epoch = 0
+        self.assignment_epoch = 1
         self.assignment_timestamp_ms = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.target: dict[str, dict[uuid.UUID, frozenset[int]]] = {}

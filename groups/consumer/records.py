@@ -91,7 +91,7 @@ def subscription(group_id: str, m: ConsumerGroupMember) -> Change:
             ConsumerGroupMemberMetadataValue(
                 instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
                 client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
-                subscribed_topic_regex=m.subscribed_topic_regex,
+                subscribed_topic_regex=m.subscribed_topic_regex or "",   # Kafka's "no regex"
                 rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor,
                 classic_member_metadata=classic))
 

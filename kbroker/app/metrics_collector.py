@@ -16,6 +16,15 @@ kafka_exporter's names (``kafka_consumergroup_lag{consumergroup,topic,partition}
 Grafana dashboards for Kafka expect.  Latencies are seconds (Prometheus' base unit), not
 Kafka's ``TotalTimeMs``.
 
+Groups of both types (Kafka's GroupCoordinatorMetrics, ``kafka.server:type=group-coordinator-metrics``,
+whose attributes the JMX exporter names ``kafka_server_group_coordinator_metrics_<attribute>``
+with the bean's other keys as labels): ``group_count{protocol="classic"|"consumer"}``, the
+consumer groups (KIP-848) per state ``consumer_group_count{state}`` (Kafka's five:
+Empty, Assigning, Reconciling, Stable, Dead), and ``consumer_group_rebalance_count``, the
+consumer groups' group-epoch bumps since start (Kafka's consumer-group-rebalance sensor; a
+total, exported untyped as the JMX exporter exports it, so that its name stays Kafka's).
+The classic groups per state keep the older yammer gauge, ``..._groupmetadatamanager_numgroups{state}``.
+
 What a broker reports, as Kafka: under-replicated partitions among those it leads;
 OfflinePartitionsCount and ActiveControllerCount only on the active controller (a single
 node is always its own controller, with no offline partitions); consumer lag for the groups
@@ -33,6 +42,7 @@ from prometheus_client.core import (
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
+    UnknownMetricFamily,
 )
 from prometheus_client.registry import Collector
 
@@ -103,6 +113,9 @@ class Snapshot:
     retention_passes: int = 0
     cleanings: int = 0
     groups_by_state: dict[str, int] = field(default_factory=dict)
+    # consumer groups (KIP-848) per state, and their group-epoch bumps since start
+    consumer_groups_by_state: dict[str, int] = field(default_factory=dict)
+    consumer_group_rebalances: int = 0
     offsets: int = 0
     # (group, topic, partition, committed offset, lag or -1 when the partition is not here)
     lags: list[tuple[str, str, int, int, int]] = field(default_factory=list)
@@ -149,6 +162,9 @@ class BrokerCollector(Collector):
         coordinator = node.groups.coordinator
         for g in coordinator.groups.values():
             snap.groups_by_state[str(g.state)] = snap.groups_by_state.get(str(g.state), 0) + 1
+        for cg in coordinator.consumer.groups.values():
+            snap.consumer_groups_by_state[cg.state] = snap.consumer_groups_by_state.get(cg.state, 0) + 1
+        snap.consumer_group_rebalances = coordinator.consumer.rebalances
         for group_id, by_tp in coordinator.offsets.offsets.items():
             snap.offsets += len(by_tp)
             for (topic, index), om in by_tp.items():
@@ -241,6 +257,7 @@ class BrokerCollector(Collector):
         for name in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty"):
             groups.add_metric([name], s.groups_by_state.get(name, 0))
         yield groups
+        yield from _group_coordinator_families(s)
         yield GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numoffsets",
                                 "Committed offsets this coordinator holds", value=s.offsets)
         labels = ["consumergroup", "topic", "partition"]
@@ -260,6 +277,30 @@ class BrokerCollector(Collector):
         for name in sorted(s.connections):
             conns.add_metric([name], s.connections[name])
         yield conns
+
+
+# Kafka's ConsumerGroupState names, in its order
+CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
+_GROUP_COORDINATOR = "kafka_server_group_coordinator_metrics_"
+
+
+def _group_coordinator_families(s: Snapshot) -> Iterator[Metric]:
+    """GroupCoordinatorMetrics' group-count{protocol}, consumer-group-count{state} and
+    consumer-group-rebalance-count."""
+    count = GaugeMetricFamily(_GROUP_COORDINATOR + "group_count",
+                              "Groups per rebalance protocol: classic, consumer (KIP-848) (group-count)",
+                              labels=["protocol"])
+    count.add_metric(["classic"], sum(s.groups_by_state.values()))
+    count.add_metric(["consumer"], sum(s.consumer_groups_by_state.values()))
+    yield count
+    by_state = GaugeMetricFamily(_GROUP_COORDINATOR + "consumer_group_count",
+                                 "Consumer groups (KIP-848) per state (consumer-group-count)", labels=["state"])
+    for name in CONSUMER_GROUP_STATES:
+        by_state.add_metric([name], s.consumer_groups_by_state.get(name, 0))
+    yield by_state
+    yield UnknownMetricFamily(_GROUP_COORDINATOR + "consumer_group_rebalance_count",
+                              "Consumer group (KIP-848) rebalances, i.e. group epoch bumps, since start "
+                              "(consumer-group-rebalance-count)", value=s.consumer_group_rebalances)
 
 
 def _request_families(requests: dict[int, list]) -> Iterator[Metric]:

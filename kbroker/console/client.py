@@ -15,6 +15,11 @@ v6 names topics in structs) both layouts are handled.
 Routing: Fetch and ListOffsets go to the partition's leader (from Metadata), group requests
 to the group's coordinator (FindCoordinator), CreateTopics/DeleteTopics and config changes
 to the controller, DescribeLogDirs to every broker.
+
+Groups: both types of Kafka 4, classic groups and consumer groups of the consumer group
+protocol (KIP-848).  ListGroups v5 names each group's type; a group is described as Kafka's
+admin client does it: ConsumerGroupDescribe (API 69) first, DescribeGroups when the
+coordinator answers GROUP_ID_NOT_FOUND (a classic group, or none) or does not serve API 69.
 """
 
 from __future__ import annotations
@@ -24,10 +29,11 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbroker.client import AsyncConnection, KafkaError
+from kbroker.client import AsyncConnection, KafkaError, UnsupportedVersion
 from wire.error_codes import ErrorCode
 from wire.errors import WireError
 from wire.messages import (
+    ConsumerGroupDescribeRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
@@ -44,7 +50,7 @@ from wire.messages import (
 from wire.record_batch import LOG_OVERHEAD, RecordBatch
 
 __all__ = ["ConsoleClient", "KafkaError", "Cluster", "PartitionMeta", "Message", "member_assignment",
-           "LATEST", "EARLIEST"]
+           "GroupListing", "GroupInfo", "GroupMember", "LATEST", "EARLIEST"]
 
 CLIENT_ID = "kbroker-console"
 TIMEOUT_S = 30.0
@@ -55,9 +61,9 @@ SOFTWARE = ("kbroker-console", "1")   # ApiVersions' client software name and ve
 # each broker's ApiVersions answer may hold it lower.
 PREFERRED = {r.API_KEY: v for r, v in [
     (MetadataRequest, 12), (FetchRequest, 12), (ListOffsetsRequest, 7), (DescribeConfigsRequest, 4),
-    (DescribeLogDirsRequest, 4), (ListGroupsRequest, 4), (DescribeGroupsRequest, 5), (OffsetFetchRequest, 8),
+    (DescribeLogDirsRequest, 4), (ListGroupsRequest, 5), (DescribeGroupsRequest, 5), (OffsetFetchRequest, 8),
     (FindCoordinatorRequest, 4), (CreateTopicsRequest, 7), (DeleteTopicsRequest, 6),
-    (IncrementalAlterConfigsRequest, 1)]}
+    (IncrementalAlterConfigsRequest, 1), (ConsumerGroupDescribeRequest, 1)]}
 RESOURCE_TOPIC = 2
 LATEST, EARLIEST = -1, -2
 
@@ -80,6 +86,39 @@ class Cluster:
     brokers: dict[int, tuple[str, int, str | None]]     # id -> host, port, rack
     topics: dict[str, list[PartitionMeta]] = field(default_factory=dict)
     internal: set[str] = field(default_factory=set)
+
+
+@dataclass
+class GroupListing:
+    group_id: str
+    state: str
+    protocol_type: str
+    group_type: str       # "classic" or "consumer" (ListGroups v5; "classic" from older brokers)
+
+
+@dataclass
+class GroupMember:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    assigned: list[tuple[str, int]]                   # sorted
+    member_epoch: int | None = None                   # a consumer group's member
+    target: list[tuple[str, int]] | None = None       # its target assignment, sorted
+
+
+@dataclass
+class GroupInfo:
+    """A described group of either type."""
+
+    group_id: str
+    group_type: str       # "classic" or "consumer"
+    state: str
+    protocol_type: str
+    protocol: str         # a classic group's protocol (assignor), a consumer group's assignor
+    members: list[GroupMember]
+    group_epoch: int | None = None                    # a consumer group's epochs
+    assignment_epoch: int | None = None
 
 
 @dataclass
@@ -313,10 +352,10 @@ class ConsoleClient:
             raise KafkaError(r.error_code, r.error_message)
 
     # ------------------------------------------------------------ groups
-    async def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group id, state, protocol type) of every group on every broker."""
+    async def list_groups(self) -> list[GroupListing]:
+        """Every group on every broker, by group id."""
         cluster = self.cluster or await self.metadata()
-        found: dict[str, tuple[str, str, str]] = {}
+        found: dict[str, GroupListing] = {}
 
         async def one(broker_id: int) -> None:
             try:
@@ -324,10 +363,11 @@ class ConsoleClient:
             except (OSError, KafkaError):
                 return
             for g in resp.groups:
-                found[g.group_id] = (g.group_id, g.group_state if version >= 4 else "", g.protocol_type)
+                found[g.group_id] = GroupListing(g.group_id, g.group_state if version >= 4 else "", g.protocol_type,
+                                                 (g.group_type or "classic") if version >= 5 else "classic")
 
         await asyncio.gather(*(one(b) for b in cluster.brokers))
-        return sorted(found.values())
+        return [found[g] for g in sorted(found)]
 
     async def coordinator(self, group_id: str) -> int:
         resp, version = await self._any(FindCoordinatorRequest(key=group_id, key_type=0,
@@ -341,17 +381,35 @@ class ConsoleClient:
             raise KafkaError(code, message)
         return node
 
-    async def describe_group(self, group_id: str) -> Any:
-        """DescribeGroups' DescribedGroup (members with client id, host, assignment bytes)."""
+    async def describe_group(self, group_id: str) -> GroupInfo:
+        """The group with its members: ConsumerGroupDescribe, else DescribeGroups."""
         if self.cluster is None:
             await self.metadata()
         node = await self.coordinator(group_id)
+        try:
+            resp, _ = await self._to(node, ConsumerGroupDescribeRequest(group_ids=[group_id],
+                                                                        include_authorized_operations=False))
+        except UnsupportedVersion:
+            resp = None
+        if resp is not None:
+            d = resp.groups[0]
+            if d.error_code == 0:
+                return GroupInfo(group_id, "consumer", d.group_state, "consumer", d.assignor_name, [
+                    GroupMember(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                _topic_partitions(m.assignment), m.member_epoch,
+                                _topic_partitions(m.target_assignment))
+                    for m in d.members], d.group_epoch, d.assignment_epoch)
+            if d.error_code != ErrorCode.GROUP_ID_NOT_FOUND:
+                raise KafkaError(d.error_code, d.error_message)
         resp, _ = await self._to(node, DescribeGroupsRequest(groups=[group_id],
                                                              include_authorized_operations=False))
         g = resp.groups[0]
         if g.error_code:
             raise KafkaError(g.error_code)
-        return g
+        return GroupInfo(group_id, "classic", g.group_state, g.protocol_type, g.protocol_data, [
+            GroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                        member_assignment(m.member_assignment) if g.protocol_type == "consumer" else [])
+            for m in g.members])
 
     async def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         if self.cluster is None:
@@ -376,6 +434,11 @@ class ConsoleClient:
 def _split(addr: str) -> tuple[str, int]:
     host, _, port = addr.strip().rpartition(":")
     return host.strip("[]"), int(port)
+
+
+def _topic_partitions(assignment: Any) -> list[tuple[str, int]]:
+    """ConsumerGroupDescribe's Assignment as sorted (topic, partition) pairs."""
+    return sorted((tp.topic_name, p) for tp in assignment.topic_partitions for p in tp.partitions)
 
 
 def member_assignment(data: bytes | None) -> list[tuple[str, int]]:

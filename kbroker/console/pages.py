@@ -9,8 +9,12 @@ GET  /topics/{t}                partitions (leader, replicas, ISR, offsets, size
                                 an edit form (POST /topics/{t}/config), delete (POST /topics/{t}/delete)
 GET  /topics/{t}/messages       records by partition and offset or timestamp, decoded as
                                 auto/text/json/hex (?partition=&offset=&timestamp=&limit=&format=)
-GET  /groups                    groups with state, members and total lag
-GET  /groups/{g}                members and, per partition, committed offset, end offset, lag, owner
+GET  /groups                    groups of both types (classic; consumer, KIP-848) with type, state,
+                                group epoch, members and total lag; every group's members with
+                                client id, host, member epoch and assigned partitions
+GET  /groups/{g}                members (with a consumer group's member epochs and target
+                                assignments) and, per partition, committed offset, end offset,
+                                lag, owner
 GET  /api/throughput[?topic=]   records/s per topic as JSON, for the charts
 
 A POST answers with a redirect (303) carrying a flash message or an error, so a reload
@@ -26,7 +30,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from kbroker.console.client import EARLIEST, LATEST, ConsoleClient, KafkaError, member_assignment
+from kbroker.console.client import EARLIEST, LATEST, ConsoleClient, GroupInfo, KafkaError
 from kbroker.console.render import decode, esc, human_bytes, iso_ms, link, page, table, url
 from kbroker.console.throughput import ThroughputSampler
 
@@ -294,22 +298,46 @@ async def _group_lag(client: ConsoleClient, group_id: str) -> tuple[dict[tuple[s
     return committed, ends
 
 
+def _partitions_text(tps: list[tuple[str, int]] | None) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in tps or []) or "-"
+
+
+def _epoch(value: int | None) -> object:
+    return "-" if value is None else value
+
+
 async def groups(request: web.Request) -> web.Response:
     client = _client(request)
     await client.metadata()
     listed = await client.list_groups()
-    rows = []
-    for gid, state, ptype in listed:
+    rows, mrows = [], []
+    for listing in listed:
+        gid = listing.group_id
         try:
             g = await client.describe_group(gid)
             committed, ends = await _group_lag(client, gid)
             lag = sum(max(0, ends[tp] - off) for tp, off in committed.items() if tp in ends)
-            rows.append((link(url("groups", gid), gid), g.group_state or state, ptype or "-", len(g.members),
-                         len(committed), lag))
+            rows.append((link(url("groups", gid), gid), g.group_type, g.state or listing.state,
+                         g.protocol_type or "-", _epoch(g.group_epoch), len(g.members), len(committed), lag))
+            mrows += [(link(url("groups", gid), gid), m.member_id, m.client_id, m.host, _epoch(m.member_epoch),
+                       _partitions_text(m.assigned)) for m in g.members]
         except KafkaError as e:
-            rows.append((esc(gid), state, ptype, "-", "-", str(e)))
-    body = table(["Group", "State", "Protocol type", "Members", "Partitions", "Lag"], rows, "groups", raw_cols=(0,))
+            rows.append((esc(gid), listing.group_type, listing.state, listing.protocol_type or "-", "-", "-", "-",
+                         str(e)))
+    body = (table(["Group", "Type", "State", "Protocol type", "Group epoch", "Members", "Partitions", "Lag"], rows,
+                  "groups", raw_cols=(0,))
+            + "<section><h2>Members</h2>"
+            + table(["Group", "Member id", "Client id", "Host", "Member epoch", "Assigned"], mrows,
+                    "group-members", raw_cols=(0,)) + "</section>")
     return _html(page("Consumer groups", body, "/groups", await _cluster_line(client), **_notes(request)))
+
+
+def _summary(g: GroupInfo, total_lag: int) -> list[tuple[str, object]]:
+    rows: list[tuple[str, object]] = [("Type", g.group_type), ("State", g.state),
+                                      ("Protocol", f"{g.protocol_type} / {g.protocol or '-'}")]
+    if g.group_type == "consumer":
+        rows += [("Group epoch", g.group_epoch), ("Target assignment epoch", g.assignment_epoch)]
+    return rows + [("Members", len(g.members)), ("Total lag", total_lag)]
 
 
 async def group(request: web.Request) -> web.Response:
@@ -318,17 +346,18 @@ async def group(request: web.Request) -> web.Response:
     await client.metadata()
     try:
         g = await client.describe_group(gid)
-        committed, ends = await _group_lag(client, gid)
+        committed = await client.committed_offsets(gid)
     except KafkaError as e:
         raise web.HTTPNotFound(text=f"group {gid}: {e}") from None
     owner: dict[tuple[str, int], Any] = {}
     mrows = []
     for m in g.members:
-        assigned = member_assignment(m.member_assignment) if g.protocol_type == "consumer" else []
-        for tp in assigned:
+        for tp in m.assigned:
             owner[tp] = m
-        mrows.append((m.member_id, m.group_instance_id or "-", m.client_id, m.client_host,
-                      ", ".join(f"{t}-{p}" for t, p in assigned) or "-"))
+        mrows.append((m.member_id, m.instance_id or "-", m.client_id, m.host, _partitions_text(m.assigned),
+                      _epoch(m.member_epoch), _partitions_text(m.target) if m.target is not None else "-"))
+    # the end offset of every partition shown: committed ones and those a member owns
+    ends = await client.list_offsets(sorted(set(committed) | set(owner)), LATEST)
     orows = []
     for tp in sorted(set(committed) | set(owner)):
         end = ends.get(tp)
@@ -336,15 +365,15 @@ async def group(request: web.Request) -> web.Response:
         lag = max(0, end - off) if end is not None and off is not None else "-"
         m = owner.get(tp)
         orows.append((tp[0], tp[1], off if off is not None else "-", end if end is not None else "-", lag,
-                      m.member_id if m else "-", m.client_host if m else "-", m.client_id if m else "-"))
+                      m.member_id if m else "-", m.host if m else "-", m.client_id if m else "-"))
     total = sum(r[4] for r in orows if isinstance(r[4], int))
-    body = (table(["", ""], [("State", g.group_state), ("Protocol", f"{g.protocol_type} / {g.protocol_data or '-'}"),
-                             ("Members", len(g.members)), ("Total lag", total)], "group-summary")
+    body = (table(["", ""], _summary(g, total), "group-summary")
             + "<section><h2>Offsets and lag</h2>"
             + table(["Topic", "Partition", "Current offset", "Log end offset", "Lag", "Consumer id", "Host",
                      "Client id"], orows, "offsets")
             + "</section><section><h2>Members</h2>"
-            + table(["Member id", "Instance id", "Client id", "Host", "Assigned"], mrows, "members") + "</section>")
+            + table(["Member id", "Instance id", "Client id", "Host", "Assigned", "Member epoch", "Target"], mrows,
+                    "members") + "</section>")
     return _html(page(f"Group {gid}", body, "/groups", await _cluster_line(client), **_notes(request)))
 
 

@@ -38,7 +38,7 @@ SOFTWARE = ("kbroker-tools", "1")   # ApiVersions' client software name and vers
 # instead of names in OffsetFetch 10 and Produce 13, ...).  A tool moves up when its code does.
 WRITTEN_FOR: dict[int, int] = {
     0: 11, 1: 17, 2: 10, 3: 12, 8: 9, 9: 9, 15: 5, 18: 4, 22: 5, 27: 1, 28: 4, 35: 4, 42: 2,
-    45: 0, 60: 1, 66: 1, 69: 0, 74: 0,
+    45: 0, 60: 1, 66: 1, 69: 1, 74: 0,
 }
 
 

@@ -1,12 +1,21 @@
 """``kbroker consumer-groups``: kafka-consumer-groups.sh (Kafka's ConsumerGroupCommand).
 
-Classic-protocol consumer groups (what kbroker serves; Apache Kafka's classic groups too).
-Layouts are ConsumerGroupCommand's, byte for byte: ``--describe`` prints, per group (groups
-sorted by id), a blank line, a header and one row per partition, columns padded as Java's
-``%-Ns`` with widths grown to the longest value (GROUP/TOPIC/CONSUMER-ID/HOST at least 15);
-``-`` marks a missing value.  Rows: members with partitions (most partitions first) with their
-partitions sorted, then committed partitions no member owns.  "has no active members" /
-"is rebalancing" go to stderr as Kafka sends them; ``Error: ...`` lines to stdout with exit 1.
+Both group types of Kafka 4: classic groups and consumer groups of the consumer group
+protocol (KIP-848).  A group is described as Kafka's admin client does it: ConsumerGroupDescribe
+(API 69) first, and DescribeGroups when the coordinator answers GROUP_ID_NOT_FOUND (the group
+is classic, or unknown) or does not serve API 69.  Listing is ListGroups with Kafka's filters
+(``--type``, ``--state``; consumer-protocol types only, "" or "consumer"), printed in the
+iteration order of the admin client's ``HashMap`` of listings.
+
+Layouts are ConsumerGroupCommand's (Kafka 4.3), byte for byte: ``--describe`` prints, per group
+(groups sorted by id), a blank line, a header and one row per partition, columns padded as
+Java's ``%-Ns`` with widths grown to the longest value (GROUP/TOPIC/CONSUMER-ID/HOST at least
+15); ``-`` marks a missing value.  Rows: members with partitions (most partitions first) with
+their partitions sorted, then committed partitions no member owns.  ``--verbose`` adds the
+committed leader epoch (offsets), the member and target epochs and the current and target
+assignments (``--members``: ``topic:p,p;topic:p``) and the group and target assignment epochs
+(``--state``), which a classic group has not (``-``).  "has no active members" / "is
+rebalancing" go to stderr as Kafka sends them; ``Error: ...`` lines to stdout with exit 1.
 ``--reset-offsets`` is a dry run unless ``--execute``; it commits as an "admin" commit
 (generation -1, no member id), which a group coordinator accepts only for an inactive group.
 """
@@ -29,7 +38,9 @@ from kbroker.tools.common import (
     topic_partition_hash,
 )
 from wire.codec import decode_at
+from wire.error_codes import ErrorCode
 from wire.messages import (
+    ConsumerGroupDescribeRequest,
     ConsumerProtocolAssignment,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -40,15 +51,43 @@ from wire.messages import (
 
 MISSING = "-"
 
+# org.apache.kafka.common.GroupState / GroupType as the tool prints them (toString); parsed
+# case-insensitively, as GroupState.parse / GroupType.parse do
+STATES = {s.lower(): s for s in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty",
+                                 "Assigning", "Reconciling")}
+TYPES = {"classic": "Classic", "consumer": "Consumer"}
+# Kafka's exception (class, default message) for the errors DeleteGroups answers per group
+_EXCEPTIONS = {
+    ErrorCode.NON_EMPTY_GROUP: ("GroupNotEmptyException", "The group is not empty."),
+    ErrorCode.GROUP_ID_NOT_FOUND: ("GroupIdNotFoundException", "The group id does not exist."),
+    ErrorCode.INVALID_GROUP_ID: ("InvalidGroupIdException", "The group id is invalid."),
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: ("GroupAuthorizationException", "Group authorization failed."),
+}
+
 
 @dataclass
 class Group:
+    """A described group.  Members are dicts: id, instance, client, host, assignment
+    ([(topic, partition)]), and for a consumer group epoch (the member epoch), target (its
+    target assignment) and upgraded (ConsumerGroupDescribe v1's member type: False for a
+    member of the classic protocol, None when unknown)."""
+
     group_id: str
     state: str
     protocol_type: str
     assignor: str
     coordinator: int
     members: list[dict[str, Any]]
+    group_type: str = "classic"
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
+
+
+@dataclass
+class Listing:
+    group_id: str
+    group_type: str   # "Classic", "Consumer" or "Unknown" (GroupType.toString)
+    state: str        # GroupState.toString ("Unknown" when not listed)
 
 
 def decode_assignment(data: bytes | None) -> list[tuple[str, int]]:
@@ -61,35 +100,83 @@ def decode_assignment(data: bytes | None) -> list[tuple[str, int]]:
 
 
 def list_groups(client: Client, with_state: bool = False) -> list[tuple[str, str]]:
-    """(group id, state) of every consumer group on every broker."""
+    """(group id, state) of every consumer group on every broker (``--list``'s groups)."""
+    return [(g.group_id, g.state) for g in list_listings(client, regular=True)]
+
+
+def list_listings(client: Client, states: list[str] | None = None, types: list[str] | None = None,
+                  regular: bool = False) -> list[Listing]:
+    """Kafka's ``Admin.listGroups(ListGroupsOptions.forConsumerGroups()...)``: ListGroups to every
+    broker with the states and types filters (``regular``: classic and consumer groups, the
+    plain ``--list``), groups of protocol type "" or "consumer" only, in the iteration order of
+    the admin client's HashMap of listings (by group id)."""
     client.metadata([])
-    out: list[tuple[str, str]] = []
+    found: dict[str, Listing] = {}
     for node in sorted(client.nodes):
-        resp, v = client.send(ListGroupsRequest(states_filter=[], types_filter=[]), node=node)
+        v = client.version(16, node)
+        type_filter = ["classic", "consumer"] if regular else list(types or [])
+        req = ListGroupsRequest(states_filter=list(states or []) if v >= 4 else [],
+                                types_filter=type_filter if v >= 5 else [])
+        resp, v = client.send(req, node=node)
         if resp.error_code:
             raise KafkaError(resp.error_code, what="ListGroups")
         for g in resp.groups:
-            if g.protocol_type in ("consumer", ""):
-                out.append((g.group_id, g.group_state if v >= 4 else ""))
-    return out
+            if g.protocol_type not in ("consumer", ""):
+                continue
+            group_type = TYPES.get(g.group_type.lower(), "Unknown") if v >= 5 and g.group_type else "Unknown"
+            state = STATES.get(g.group_state.lower(), "Unknown") if v >= 4 else "Unknown"
+            if v < 4 and states and state.lower() not in {s.lower() for s in states}:
+                continue
+            found[g.group_id] = Listing(g.group_id, group_type, state)
+    return [found[g] for g in java_hash_order(list(found), java_string_hash)]
+
+
+def _partitions(assignment: Any) -> list[tuple[str, int]]:
+    return [(tp.topic_name, p) for tp in assignment.topic_partitions for p in tp.partitions]
 
 
 def describe_group(client: Client, group_id: str) -> Group:
+    """Kafka's ``Admin.describeConsumerGroups`` for one group: ConsumerGroupDescribe, then
+    DescribeGroups if the group is not a consumer group (or API 69 is not served)."""
     node = client.find_coordinator(group_id)
+    if client.supports(ConsumerGroupDescribeRequest.API_KEY, node):
+        resp, v = client.send(ConsumerGroupDescribeRequest(group_ids=[group_id],
+                                                           include_authorized_operations=False), node=node)
+        d = resp.groups[0]
+        if not d.error_code:
+            members = [{"id": m.member_id, "instance": m.instance_id or "", "client": m.client_id,
+                        "host": m.client_host, "assignment": _partitions(m.assignment),
+                        "target": _partitions(m.target_assignment), "epoch": m.member_epoch,
+                        "upgraded": None if v < 1 or m.member_type < 0 else m.member_type == 1}
+                       for m in d.members]
+            return Group(group_id, STATES.get(d.group_state.lower(), d.group_state), "consumer",
+                         d.assignor_name, node, members, "consumer", d.group_epoch, d.assignment_epoch)
+        if d.error_code != ErrorCode.GROUP_ID_NOT_FOUND:
+            raise KafkaError(d.error_code, d.error_message, what=f"ConsumerGroupDescribe {group_id}")
     resp, _ = client.send(DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False),
                           node=node)
     g = resp.groups[0]
     if g.error_code:
         raise KafkaError(g.error_code, what=f"DescribeGroups {group_id}")
+    if g.protocol_type not in ("consumer", ""):
+        raise ToolError(f"java.lang.IllegalArgumentException: GroupId {group_id} is not a consumer group "
+                        f"({g.protocol_type}).")
     members = [{"id": m.member_id, "instance": m.group_instance_id or "", "client": m.client_id,
                 "host": m.client_host,
-                "assignment": decode_assignment(m.member_assignment) if g.protocol_type == "consumer" else []}
+                "assignment": decode_assignment(m.member_assignment) if g.protocol_type == "consumer" else [],
+                "target": None, "epoch": None, "upgraded": None}
                for m in g.members]
     return Group(group_id, g.group_state, g.protocol_type, g.protocol_data, node, members)
 
 
 def committed_offsets(client: Client, group_id: str, node: int) -> dict[tuple[str, int], int]:
     """Every committed offset of the group (OffsetFetch with all topics); -1 entries dropped."""
+    return {tp: offset for tp, (offset, _) in committed_with_epochs(client, group_id, node).items()}
+
+
+def committed_with_epochs(client: Client, group_id: str, node: int
+                          ) -> dict[tuple[str, int], tuple[int, int | None]]:
+    """Every committed offset of the group with its leader epoch (None when not committed)."""
     v = client.version(9, node)
     if v >= 8:
         req = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
@@ -101,7 +188,7 @@ def committed_offsets(client: Client, group_id: str, node: int) -> dict[tuple[st
         topics = grp.topics
     else:
         req = OffsetFetchRequest(group_id=group_id, topics=None, require_stable=True)
-        resp, _ = client.send(req, node=node)
+        resp, v = client.send(req, node=node)
         if getattr(resp, "error_code", 0):
             raise KafkaError(resp.error_code, what=f"OffsetFetch {group_id}")
         topics = resp.topics
@@ -109,7 +196,8 @@ def committed_offsets(client: Client, group_id: str, node: int) -> dict[tuple[st
     for t in topics:
         for p in t.partitions:
             if not p.error_code and p.committed_offset >= 0:
-                out[(t.name, p.partition_index)] = p.committed_offset
+                epoch = p.committed_leader_epoch if v >= 5 and p.committed_leader_epoch >= 0 else None
+                out[(t.name, p.partition_index)] = (p.committed_offset, epoch)
     return out
 
 
@@ -119,7 +207,8 @@ def _fmt(widths: list[int | None], values: list[Any]) -> str:
 
 
 def _state_notice(g: Group) -> bool:
-    """ConsumerGroupCommand.shouldPrintMemberState, without the row count test."""
+    """ConsumerGroupCommand.shouldPrintMemberState, without the row count test: False for a
+    group that does not exist (Dead)."""
     if g.state == "Dead":
         click.echo(f"\nError: Consumer group '{g.group_id}' does not exist.")
         return False
@@ -131,7 +220,9 @@ def _state_notice(g: Group) -> bool:
 
 
 def offset_rows(client: Client, g: Group) -> list[list[Any]]:
-    committed = committed_offsets(client, g.group_id, g.coordinator)
+    """One row per partition: group, topic, partition, committed offset, log end offset, lag,
+    consumer id, host, client id, and the committed leader epoch (last; for --verbose)."""
+    committed = committed_with_epochs(client, g.group_id, g.coordinator)
     assigned: set[tuple[str, int]] = set()
     groups_of_rows: list[tuple[list[tuple[str, int]], str, str, str]] = []
     members = [m for m in g.members if m["assignment"]]
@@ -148,33 +239,51 @@ def offset_rows(client: Client, g: Group) -> list[list[Any]]:
     rows = []
     for tps, member, host, client_id in groups_of_rows:
         for t, p in sorted(set(tps)):
-            offset = committed.get((t, p))
+            offset, epoch = committed.get((t, p), (None, None))
             end = ends.get((t, p))
             lag = end - offset if offset is not None and end is not None else None
             rows.append([g.group_id, t, p, MISSING if offset is None else offset,
                          MISSING if end is None else end, MISSING if lag is None else lag,
-                         member, host, client_id])
+                         member, host, client_id, MISSING if epoch is None else epoch])
     return rows
 
 
-def print_offsets(client: Client, g: Group) -> None:
+def print_offsets(client: Client, g: Group, verbose: bool = False) -> None:
     if not _state_notice(g):
         return
     rows = offset_rows(client, g)
     if not rows:
         return
     w = [max([15] + [len(str(r[i])) for r in rows]) for i in (0, 1, 6, 7)]
-    widths = [w[0], w[1], 10, 15, 15, 15, w[2], w[3], None]
-    out = "\n" + _fmt(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                               "CONSUMER-ID", "HOST", "CLIENT-ID"])
+    head = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+            "CLIENT-ID"]
+    widths: list[int | None] = [w[0], w[1], 10, 15, 15, 15, w[2], w[3], None]
+    if verbose:   # LEADER-EPOCH after PARTITION
+        head.insert(3, "LEADER-EPOCH")
+        widths.insert(3, 15)
+        rows = [r[:3] + [r[9]] + r[3:9] for r in rows]
+    else:
+        rows = [r[:9] for r in rows]
+    out = "\n" + _fmt(widths, head)
     for r in rows:
         out += "\n" + _fmt(widths, r)
     sys.stdout.write(out + "\n")
 
 
-def print_members(g: Group) -> None:
-    if not _state_notice(g):
-        return
+def assignment_text(tps: list[tuple[str, int]] | None) -> str:
+    """ConsumerGroupCommand.getAssignmentString: ``topic:p,p`` per topic (partitions sorted),
+    the topics' strings sorted and joined by ``;``; ``-`` when there is none."""
+    if not tps:
+        return MISSING
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    return ";".join(sorted(f"{t}:" + ",".join(str(p) for p in sorted(ps)) for t, ps in by_topic.items()))
+
+
+def print_members(g: Group, verbose: bool = False) -> None:
+    """ConsumerGroupCommand.printMembers: the header even for a group that does not exist."""
+    _state_notice(g)
     ms = g.members
     wg = max([15, len(g.group_id)])
     wc = max([15] + [len(m["id"]) for m in ms])
@@ -188,22 +297,46 @@ def print_members(g: Group) -> None:
     else:
         widths = [wg, wc, wh, wcl, 15]
         head = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
-    out = "\n" + _fmt(widths, head) + " \n"
+    current = {m["id"]: assignment_text(m["assignment"]) for m in ms}
+    target = {m["id"]: assignment_text(m["target"]) for m in ms}
+    vwidths: list[int | None] = [15, max([20] + [len(a) for a in current.values()]), 15,
+                                 max([20] + [len(a) for a in target.values()])]
+    vhead = ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+    # members of both protocols in one group (an upgrade under way): an UPGRADED column
+    migrating = any(m["upgraded"] is False for m in ms) and any(m["upgraded"] is True for m in ms)
+    if migrating:
+        vwidths.append(None)
+        vhead.append("UPGRADED")
+    target_epoch = MISSING if g.assignment_epoch is None else g.assignment_epoch
+    out = "\n" + _fmt(widths, head) + " " + (_fmt(vwidths, vhead) if verbose else "") + "\n"
     for m in ms:
         vals = [g.group_id, m["id"]] + ([m["instance"]] if with_instance else []) + \
                [m["host"], m["client"], len(m["assignment"])]
-        out += _fmt(widths, vals) + " \n"
+        out += _fmt(widths, vals) + " "
+        if verbose:
+            vvals = [MISSING if m["epoch"] is None else m["epoch"], current[m["id"]], target_epoch,
+                     target[m["id"]]]
+            if migrating:
+                vvals.append(MISSING if m["upgraded"] is None else str(m["upgraded"]).lower())
+            out += _fmt(vwidths, vvals)
+        out += "\n"
     sys.stdout.write(out)
 
 
-def print_state(client: Client, g: Group) -> None:
+def print_state(client: Client, g: Group, verbose: bool = False) -> None:
     if not _state_notice(g):
         return
     host, port = client.nodes[g.coordinator]
     coordinator = f"{host}:{port}  ({g.coordinator})"
-    widths = [max(15, len(g.group_id)), max(25, len(coordinator)), 20, 20, None]
-    out = "\n" + _fmt(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
-    out += "\n" + _fmt(widths, [g.group_id, coordinator, g.assignor or MISSING, g.state, len(g.members)])
+    head = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+    vals = [g.group_id, coordinator, g.assignor or MISSING, g.state, len(g.members)]
+    widths: list[int | None] = [max(15, len(g.group_id)), max(25, len(coordinator)), 20, 20, None]
+    if verbose:   # the epochs before #MEMBERS
+        head[4:4] = ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        vals[4:4] = [MISSING if e is None else e for e in (g.group_epoch, g.assignment_epoch)]
+        widths[4:4] = [15, 25]
+    out = "\n" + _fmt(widths, head)
+    out += "\n" + _fmt(widths, vals)
     sys.stdout.write(out + "\n")
 
 
@@ -300,8 +433,14 @@ def commit(client: Client, g: Group, plan: dict[tuple[str, int], int]) -> None:
 @click.option("--group", "groups", multiple=True, help="The consumer group (repeatable).")
 @click.option("--all-groups", is_flag=True, help="Apply to all consumer groups.")
 @click.option("--members", is_flag=True, help="With --describe: the group's members.")
-@click.option("--state", "state", is_flag=True, help="With --describe: the group's state; with --list: a STATE column.")
+@click.option("--state", "state", is_flag=False, flag_value="", default=None, metavar="[STATES]",
+              help="With --describe: the group's state; with --list: a STATE column, and only groups in "
+                   "these states if given (comma-separated, e.g. Stable,Empty).")
+@click.option("--type", "group_types", is_flag=False, flag_value="", default=None, metavar="[TYPES]",
+              help="With --list: a TYPE column, and only groups of these types if given (classic, consumer).")
 @click.option("--offsets", is_flag=True, help="With --describe: offsets and lag (the default).")
+@click.option("--verbose", is_flag=True, help="With --describe: more detail (leader epochs; member and "
+              "target epochs and assignments; group and target assignment epochs).")
 @click.option("--topic", "topics", multiple=True, help="With --reset-offsets: TOPIC or TOPIC:P1,P2 (repeatable).")
 @click.option("--all-topics", is_flag=True, help="With --reset-offsets: every partition the group committed.")
 @click.option("--to-earliest", is_flag=True, help="Reset to the earliest offset.")
@@ -313,9 +452,10 @@ def commit(client: Client, g: Group, plan: dict[tuple[str, int], int]) -> None:
 @click.option("--execute", is_flag=True, help="Commit the reset offsets.")
 def consumer_groups(bootstrap_server: str, command_config: str | None, do_list: bool, do_describe: bool,
                     do_delete: bool, do_reset: bool, groups: tuple[str, ...], all_groups: bool,
-                    members: bool, state: bool, offsets: bool, topics: tuple[str, ...], all_topics: bool,
-                    to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None,
-                    shift_by: int | None, dry_run: bool, execute: bool) -> None:
+                    members: bool, state: str | None, group_types: str | None, offsets: bool, verbose: bool,
+                    topics: tuple[str, ...], all_topics: bool, to_earliest: bool, to_latest: bool,
+                    to_offset: int | None, to_datetime: str | None, shift_by: int | None, dry_run: bool,
+                    execute: bool) -> None:
     if sum([do_list, do_describe, do_delete, do_reset]) != 1:
         raise click.UsageError("Command must include exactly one action: --list, --describe, --delete, --reset-offsets")
     if (do_describe or do_delete or do_reset) and not groups and not all_groups:
@@ -323,15 +463,7 @@ def consumer_groups(bootstrap_server: str, command_config: str | None, do_list: 
     try:
         with connect(bootstrap_server, command_config) as client:
             if do_list:
-                listed = list_groups(client)
-                if state:
-                    width = max([15] + [len(g) for g, _ in listed]) + 10
-                    click.echo(f"{'GROUP':<{width}} {'STATE':<20}")
-                    for g, s in listed:
-                        click.echo(f"{g:<{width}} {s:<20}")
-                else:
-                    for g, _ in listed:
-                        click.echo(g)
+                _list(client, state, group_types)
                 return
             ids = sorted(g for g, _ in list_groups(client)) if all_groups else sorted(set(groups))
             if do_delete:
@@ -342,11 +474,11 @@ def consumer_groups(bootstrap_server: str, command_config: str | None, do_list: 
                     g = describe_group(client, gid)
                     failed |= g.state == "Dead"
                     if members and not offsets:
-                        print_members(g)
-                    elif state and not offsets:
-                        print_state(client, g)
+                        print_members(g, verbose)
+                    elif state is not None and not offsets:
+                        print_state(client, g, verbose)
                     else:
-                        print_offsets(client, g)
+                        print_offsets(client, g, verbose)
                 if failed:
                     sys.exit(1)
             else:
@@ -357,22 +489,72 @@ def consumer_groups(bootstrap_server: str, command_config: str | None, do_list: 
         sys.exit(1)
 
 
+def _parse_filter(text: str | None, known: dict[str, str], what: str) -> list[str]:
+    """--state / --type values: comma-separated, case-insensitive (GroupState.parse /
+    GroupType.parse); none given is no filter."""
+    if not text:
+        return []
+    got = [v.strip().lower() for v in text.split(",")]
+    if not all(v in known for v in got):
+        raise click.UsageError(f"Invalid {what} list '{text}'. Valid {what}s are: " + ", ".join(known.values()))
+    return sorted({known[v] for v in got})
+
+
+def _list(client: Client, state: str | None, group_types: str | None) -> None:
+    """ConsumerGroupService.listGroups: group ids, or with --type / --state a table
+    (GROUP padded to the longest id (15 at least) + 10, TYPE and STATE to 20)."""
+    if state is None and group_types is None:
+        for g in list_listings(client, regular=True):
+            click.echo(g.group_id)
+        return
+    states = _parse_filter(state, STATES, "state")
+    types = [t.lower() for t in _parse_filter(group_types, TYPES, "type")]
+    listed = list_listings(client, states=states, types=types)
+    width = max([15] + [len(g.group_id) for g in listed]) + 10
+    head, cols = ["GROUP"], [lambda g: g.group_id]
+    if group_types is not None:
+        head.append("TYPE")
+        cols.append(lambda g: g.group_type)
+    if state is not None:
+        head.append("STATE")
+        cols.append(lambda g: g.state)
+    widths: list[int | None] = [width] + [20] * (len(head) - 1)
+    click.echo(_fmt(widths, head))
+    for g in listed:
+        click.echo(_fmt(widths, [c(g) for c in cols]))
+
+
+def exception_text(code: int) -> str:
+    """What Kafka's tool prints for an admin call's error: the exception's toString."""
+    name, message = _EXCEPTIONS.get(code, (None, None))
+    if name is None:
+        words = KafkaError(code).name.split("_")
+        return "org.apache.kafka.common.errors." + "".join(w.capitalize() for w in words) + "Exception"
+    return f"org.apache.kafka.common.errors.{name}: {message}"
+
+
 def _delete(client: Client, ids: list[str]) -> None:
-    ok, failed = [], []
+    """ConsumerGroupService.deleteGroups: the groups deleted and not, each in the iteration
+    order of Kafka's HashMap of results."""
+    ok, failed = [], {}
     by_node: dict[int, list[str]] = {}
     for gid in ids:
         by_node.setdefault(client.find_coordinator(gid), []).append(gid)
     for node, gids in by_node.items():
         resp, _ = client.send(DeleteGroupsRequest(groups_names=gids), node=node)
         for r in resp.results:
-            (failed.append((r.group_id, r.error_code)) if r.error_code else ok.append(r.group_id))
+            if r.error_code:
+                failed[r.group_id] = r.error_code
+            else:
+                ok.append(r.group_id)
+    ok = java_hash_order(ok, java_string_hash)
     if not failed:
         click.echo("Deletion of requested consumer groups (" + ", ".join(f"'{g}'" for g in ok)
                    + ") was successful.")
         return
     click.echo("\nError: Deletion of some consumer groups failed:")
-    for g, code in failed:
-        click.echo(f"* Group '{g}' could not be deleted due to: {KafkaError(code).name}")
+    for g in java_hash_order(list(failed), java_string_hash):
+        click.echo(f"* Group '{g}' could not be deleted due to: {exception_text(failed[g])}")
     if ok:
         click.echo("\nThese consumer groups were deleted successfully: " + ", ".join(f"'{g}'" for g in ok))
     sys.exit(1)

@@ -117,7 +117,11 @@ def test_a_regex_subscription_picks_up_a_topic_created_later(broker, client, tmp
         m.stop()
 
 
-def test_a_static_member_that_restarts_gets_its_partitions_back_without_a_new_group_epoch(broker, client, tmp_path):
+def test_a_static_member_that_restarts_gets_its_partitions_back_without_a_new_group_epoch(
+        broker_factory, client, tmp_path):
+    # a static member that left keeps its place for its session: 30 s here, time enough for a
+    # JVM to start again on a busy machine (6 s was not always)
+    broker = broker_factory(**{**FAST, "group.consumer.session.timeout.ms": "30000"})
     create_topic(broker.bootstrap, "clicks", 4)
     a = member(broker, client, "g4", "clicks", tmp_path / "a.out", instance_id="a")
     b = member(broker, client, "g4", "clicks", tmp_path / "b.out", instance_id="b")
@@ -126,6 +130,9 @@ def test_a_static_member_that_restarts_gets_its_partitions_back_without_a_new_gr
         before = describe(broker.bootstrap, "g4")
         b_share = b.assignment()
         b.stop()   # a static member leaves with epoch -2: it keeps its place
+        assert "closed" in b.lines(), "b closed cleanly (it was not killed)"
+        wait_until(lambda: [m.member_epoch for m in describe(broker.bootstrap, "g4").members
+                            if m.instance_id == "b"] == [-2], what="b's static leave (epoch -2)")
         b2 = member(broker, client, "g4", "clicks", tmp_path / "b2.out", instance_id="b")
         try:
             wait_until(lambda: b2.assignment() == b_share, what="b's partitions back")

@@ -137,7 +137,7 @@ def test_groups_page_lists_the_group_with_its_members_and_total_lag(site, browse
     browser.get(site.url + "/groups")
     (row,) = rows(browser, "groups")
     total_lag = sum(PER_PARTITION - off for off in COMMITTED.values())
-    assert row == [GROUP, "Stable", "consumer", "1", "3", str(total_lag)]
+    assert row == [GROUP, "classic", "Stable", "consumer", "-", "1", "3", str(total_lag)]
     screenshot("console-groups")
 
 

@@ -71,7 +71,7 @@ class Member:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(30)
+                self.proc.wait(60)   # a clean close (a leave) can take a while on a busy machine
             except subprocess.TimeoutExpired:
                 self.kill()
 

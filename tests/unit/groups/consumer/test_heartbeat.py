@@ -75,10 +75,10 @@ def record_types(records) -> list[int]:
     return [decode_any_key(r.key)[0] for r in records]
 
 
-def test_the_first_member_gets_every_partition_at_epoch_1_and_its_records_are_written_in_kafkas_order():
+def test_the_first_member_gets_every_partition_at_epoch_2_and_its_records_are_written_in_kafkas_order():
     c, _, _ = coordinator()
     resp = call(c, hb("m1", 0))
-    assert (resp.error_code, resp.member_id, resp.member_epoch) == (0, "m1", 1)
+    assert (resp.error_code, resp.member_id, resp.member_epoch) == (0, "m1", 2)
     assert resp.heartbeat_interval_ms == 5_000
     assert assigned(resp) == {T1: [0, 1, 2, 3, 4, 5]}
     # member subscription, group epoch, target member, target metadata, current assignment
@@ -89,21 +89,21 @@ def test_a_second_member_waits_for_the_first_to_revoke_before_it_gets_partitions
     c, _, _ = coordinator()
     call(c, hb("m1", 0))
     r2 = call(c, hb("m2", 0))
-    assert r2.member_epoch == 2
+    assert r2.member_epoch == 3
     assert assigned(r2) == {}     # its target partitions are still owned by m1
     all_six = {T1: {0, 1, 2, 3, 4, 5}}
-    r1 = call(c, hb("m1", 1, owned=all_six))
-    assert r1.member_epoch == 1   # revoking: it stays at its epoch
+    r1 = call(c, hb("m1", 2, owned=all_six))
+    assert r1.member_epoch == 2   # revoking: it stays at its epoch
     keep = assigned(r1)[T1]
     assert len(keep) == 3
     # m2 still gets nothing while m1 reports the partitions it is giving up
-    assert call(c, hb("m2", 2, owned={})).assignment is None
-    r1 = call(c, hb("m1", 1, owned={T1: set(keep)}))
-    assert r1.member_epoch == 2
-    r2 = call(c, hb("m2", 2, owned={}))
+    assert call(c, hb("m2", 3, owned={})).assignment is None
+    r1 = call(c, hb("m1", 2, owned={T1: set(keep)}))
+    assert r1.member_epoch == 3
+    r2 = call(c, hb("m2", 3, owned={}))
     assert sorted(assigned(r2)[T1]) == sorted({0, 1, 2, 3, 4, 5} - set(keep))
     d = c.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=[G]), 1).response.groups[0]
-    assert (d.group_state, d.group_epoch, d.assignment_epoch) == ("Stable", 2, 2)
+    assert (d.group_state, d.group_epoch, d.assignment_epoch) == ("Stable", 3, 3)
 
 
 def test_no_partition_is_ever_owned_by_two_members_while_members_come_and_go():
@@ -134,15 +134,15 @@ def test_a_retried_heartbeat_with_the_previous_epoch_is_accepted_and_a_wrong_epo
     c, _, _ = coordinator()
     call(c, hb("m1", 0))
     call(c, hb("m2", 0))
-    r = call(c, hb("m1", 1, owned={T1: {0, 1, 2, 3, 4, 5}}))
+    r = call(c, hb("m1", 2, owned={T1: {0, 1, 2, 3, 4, 5}}))
     keep = set(assigned(r)[T1])
-    r = call(c, hb("m1", 1, owned={T1: keep}))
-    assert r.member_epoch == 2
+    r = call(c, hb("m1", 2, owned={T1: keep}))
+    assert r.member_epoch == 3
     # the answer above was lost: the client retries with epoch 1 and what it owns
-    again = call(c, hb("m1", 1, owned={T1: keep}))
-    assert (again.error_code, again.member_epoch) == (0, 2)
+    again = call(c, hb("m1", 2, owned={T1: keep}))
+    assert (again.error_code, again.member_epoch) == (0, 3)
     assert call(c, hb("m1", 7, owned={T1: keep})).error_code == E.FENCED_MEMBER_EPOCH
-    assert call(c, hb("m1", 1, owned={T1: {0, 1, 2, 3, 4, 5}})).error_code == E.FENCED_MEMBER_EPOCH
+    assert call(c, hb("m1", 2, owned={T1: {0, 1, 2, 3, 4, 5}})).error_code == E.FENCED_MEMBER_EPOCH
 
 
 def test_a_member_whose_session_ends_is_fenced_and_the_group_epoch_moves():
@@ -151,23 +151,23 @@ def test_a_member_whose_session_ends_is_fenced_and_the_group_epoch_moves():
     call(c, hb("m2", 0))
     before = len(c.log)
     clock.advance(40_000)
-    call(c, hb("m1", 1, owned={T1: {0, 1, 2, 3, 4, 5}}))
+    call(c, hb("m1", 2, owned={T1: {0, 1, 2, 3, 4, 5}}))
     clock.advance(10_000)   # m2 has been silent for 50 s > 45 s
     c.poll()
     assert record_types(c.log[before:])[-4:] == [8, 7, 5, 3]
     d = c.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=[G]), 1).response.groups[0]
     assert [m.member_id for m in d.members] == ["m1"]
-    assert d.group_epoch == 3
+    assert d.group_epoch == 4
 
 
 def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced():
     c, clock, _ = coordinator()
     call(c, hb("m1", 0, rebalance_ms=20_000))
     call(c, hb("m2", 0))
-    r = call(c, hb("m1", 1, owned={T1: {0, 1, 2, 3, 4, 5}}))
-    assert r.member_epoch == 1
+    r = call(c, hb("m1", 2, owned={T1: {0, 1, 2, 3, 4, 5}}))
+    assert r.member_epoch == 2
     clock.advance(21_000)
-    call(c, hb("m2", 2, owned={}))
+    call(c, hb("m2", 3, owned={}))
     c.poll()
     d = c.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=[G]), 1).response.groups[0]
     assert [m.member_id for m in d.members] == ["m2"]
@@ -232,7 +232,7 @@ def test_a_heartbeat_for_an_empty_classic_group_replaces_it_and_keeps_its_offset
     assert "simple" in c.coordinator.groups
     start = len(c.log)
     r = call(c, hb("m1", 0, group="simple"))
-    assert (r.error_code, r.member_epoch) == (0, 1)
+    assert (r.error_code, r.member_epoch) == (0, 2)
     assert record_types(c.log[start:])[0] == 2          # the classic group's tombstone first
     assert c.log[start].value is None
     assert "simple" not in c.coordinator.groups
@@ -252,19 +252,19 @@ def test_offset_commits_follow_member_epochs():
                                           committed_metadata="")])])
         return c.offset_commit(req, version).response.topics[0].partitions[0].error_code
 
-    assert commit("m1", 1, 0) == 0                    # its own epoch
-    assert commit("m1", 2, 0) == E.STALE_MEMBER_EPOCH  # ahead of it
-    assert commit("nobody", 1, 0) == E.UNKNOWN_MEMBER_ID
-    assert commit("m1", 1, 0, version=8) == E.UNSUPPORTED_VERSION
-    assert commit("m2", 1, 0) == E.STALE_MEMBER_EPOCH   # m2 never owned partition 0 at epoch 1
+    assert commit("m1", 2, 0) == 0                    # its own epoch
+    assert commit("m1", 3, 0) == E.STALE_MEMBER_EPOCH  # ahead of it
+    assert commit("nobody", 2, 0) == E.UNKNOWN_MEMBER_ID
+    assert commit("m1", 2, 0, version=8) == E.UNSUPPORTED_VERSION
+    assert commit("m2", 2, 0) == E.STALE_MEMBER_EPOCH   # m2 never owned partition 0 at epoch 2
 
 
 def test_a_restarted_coordinator_rebuilds_every_group_from_the_records():
     c, clock, src = coordinator()
     call(c, hb("m1", 0))
     call(c, hb("m2", 0, instance_id="i2"))
-    r = call(c, hb("m1", 1, owned={T1: {0, 1, 2, 3, 4, 5}}))
-    call(c, hb("m1", 1, owned={T1: set(assigned(r)[T1])}))
+    r = call(c, hb("m1", 2, owned={T1: {0, 1, 2, 3, 4, 5}}))
+    call(c, hb("m1", 2, owned={T1: set(assigned(r)[T1])}))
     live = c.coordinator.consumer.groups[G]
     fresh = GroupCoordinator(c.coordinator.config, clock, topics=src)
     for i, rec in enumerate(c.log):
@@ -294,10 +294,10 @@ def test_a_group_epoch_bump_within_the_assignment_interval_waits_for_the_interva
     call(c, hb("m1", 0))                          # first target: computed at once
     r2 = call(c, hb("m2", 0))
     d = c.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=[G]), 1).response.groups[0]
-    assert (d.group_epoch, d.assignment_epoch, d.group_state) == (2, 1, "Assigning")
-    assert r2.member_epoch == 1 and assigned(r2) == {}   # the last target: nothing for it yet
+    assert (d.group_epoch, d.assignment_epoch, d.group_state) == (3, 2, "Assigning")
+    assert r2.member_epoch == 2 and assigned(r2) == {}   # the last target: nothing for it yet
     clock.advance(1_000)
-    r1 = call(c, hb("m1", 1, owned={T1: {0, 1, 2, 3, 4, 5}}))
-    assert r1.member_epoch == 1 and len(assigned(r1)[T1]) == 3   # revoking for epoch 2's target
+    r1 = call(c, hb("m1", 2, owned={T1: {0, 1, 2, 3, 4, 5}}))
+    assert r1.member_epoch == 2 and len(assigned(r1)[T1]) == 3   # revoking for epoch 3's target
     d = c.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=[G]), 1).response.groups[0]
-    assert (d.group_epoch, d.assignment_epoch) == (2, 2)
+    assert (d.group_epoch, d.assignment_epoch) == (3, 3)

@@ -81,6 +81,7 @@ class _State:
             "offsets.retention.minutes": 10080, "offsets.retention.check.interval.ms": 600000,
             "group.consumer.session.timeout.ms": 45000, "group.consumer.heartbeat.interval.ms": 5000,
             "group.consumer.max.size": 100, "group.consumer.assignors": ["uniform", "range"],
+            "group.consumer.assignment.interval.ms": 1000,
             "group.consumer.migration.policy": "bidirectional",
         }
         self.topics: dict[str, _Topic] = {"t": _Topic("t", 1)}
