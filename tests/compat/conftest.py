@@ -29,3 +29,19 @@ def broker_factory(tmp_path):
     yield make
     for b in made:
         b.stop()
+
+
+@pytest.fixture
+def fast_broker(broker_factory) -> BrokerProcess:
+    """A broker whose consumer-group-protocol sessions are short enough for a test
+    (tests/support/consumer_members.py's FAST)."""
+    from tests.support.consumer_members import FAST
+
+    return broker_factory(**FAST)
+
+
+@pytest.fixture(params=["confluent", "java"])
+def consumer_client(request) -> str:
+    """A consumer-group-protocol test runs twice: with confluent-kafka and with Kafka's Java
+    consumer (tests/support/consumer_members.py)."""
+    return request.param

@@ -20,6 +20,17 @@ from wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeRes
 
 JAVA_MEMBER = Path(__file__).resolve().parent / "java" / "ConsumerProtocolMember.java"
 
+# Sessions short enough for a test (Kafka's minimums are 45 s / 5 s: lowered with them)
+FAST = {"group.consumer.session.timeout.ms": "6000", "group.consumer.min.session.timeout.ms": "6000",
+        "group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500",
+        "offsets.topic.num.partitions": "1"}
+
+
+def member(broker, client: str, group: str, subscription: str, out: Path,
+           instance_id: str | None = None, protocol: str = "consumer") -> Member:
+    return Member(broker.bootstrap, group, subscription, out, instance_id, java=client == "java",
+                  protocol=protocol)
+
 
 def kafka4_client_classpath() -> str:
     """kafka-clients 4.x and slf4j-api as `make kafka-jars` fetched them (bench/kafka/jars)."""
