@@ -26,7 +26,8 @@ import click
 from kbroker.tools.client import Client, KafkaError, ToolError
 from kbroker.tools.common import connect, connection_options, fail
 from kbroker.tools.console_producer import parse_properties
-from kbroker.tools.consumer_groups import Group, commit, committed_offsets
+from kbroker.tools.group_offsets_reset import commit
+from kbroker.tools.group_reads import Group, committed_offsets
 from wire.messages import FetchRequest
 from wire.record_batch import iter_batches
 

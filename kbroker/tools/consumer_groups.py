@@ -22,9 +22,7 @@ rebalancing" go to stderr as Kafka sends them; ``Error: ...`` lines to stdout wi
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -35,175 +33,30 @@ from kbroker.tools.common import (
     connection_options,
     java_hash_order,
     java_string_hash,
-    topic_partition_hash,
 )
-from wire.codec import decode_at
+from kbroker.tools.group_offsets_reset import reset_offsets
+from kbroker.tools.group_reads import (
+    MISSING,
+    STATES,
+    TYPES,
+    Group,
+    committed_with_epochs,
+    describe_group,
+    fmt_columns,
+    list_groups,
+    list_listings,
+)
 from wire.error_codes import ErrorCode
 from wire.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerProtocolAssignment,
     DeleteGroupsRequest,
-    DescribeGroupsRequest,
-    ListGroupsRequest,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
 )
 
-MISSING = "-"
-
-# org.apache.kafka.common.GroupState / GroupType as the tool prints them (toString); parsed
-# case-insensitively, as GroupState.parse / GroupType.parse do
-STATES = {s.lower(): s for s in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty",
-                                 "Assigning", "Reconciling")}
-TYPES = {"classic": "Classic", "consumer": "Consumer"}
-# Kafka's exception (class, default message) for the errors DeleteGroups answers per group
 _EXCEPTIONS = {
     ErrorCode.NON_EMPTY_GROUP: ("GroupNotEmptyException", "The group is not empty."),
     ErrorCode.GROUP_ID_NOT_FOUND: ("GroupIdNotFoundException", "The group id does not exist."),
     ErrorCode.INVALID_GROUP_ID: ("InvalidGroupIdException", "The group id is invalid."),
     ErrorCode.GROUP_AUTHORIZATION_FAILED: ("GroupAuthorizationException", "Group authorization failed."),
 }
-
-
-@dataclass
-class Group:
-    """A described group.  Members are dicts: id, instance, client, host, assignment
-    ([(topic, partition)]), and for a consumer group epoch (the member epoch), target (its
-    target assignment) and upgraded (ConsumerGroupDescribe v1's member type: False for a
-    member of the classic protocol, None when unknown)."""
-
-    group_id: str
-    state: str
-    protocol_type: str
-    assignor: str
-    coordinator: int
-    members: list[dict[str, Any]]
-    group_type: str = "classic"
-    group_epoch: int | None = None
-    assignment_epoch: int | None = None
-
-
-@dataclass
-class Listing:
-    group_id: str
-    group_type: str   # "Classic", "Consumer" or "Unknown" (GroupType.toString)
-    state: str        # GroupState.toString ("Unknown" when not listed)
-
-
-def decode_assignment(data: bytes | None) -> list[tuple[str, int]]:
-    """A consumer's assignment (ConsumerProtocolAssignment: int16 version, then the body)."""
-    if not data or len(data) < 2:
-        return []
-    version = min(int.from_bytes(data[:2], "big", signed=True), 3)
-    a, _ = decode_at(ConsumerProtocolAssignment, data, version, 2)
-    return [(tp.topic, p) for tp in a.assigned_partitions for p in tp.partitions]
-
-
-def list_groups(client: Client, with_state: bool = False) -> list[tuple[str, str]]:
-    """(group id, state) of every consumer group on every broker (``--list``'s groups)."""
-    return [(g.group_id, g.state) for g in list_listings(client, regular=True)]
-
-
-def list_listings(client: Client, states: list[str] | None = None, types: list[str] | None = None,
-                  regular: bool = False) -> list[Listing]:
-    """Kafka's ``Admin.listGroups(ListGroupsOptions.forConsumerGroups()...)``: ListGroups to every
-    broker with the states and types filters (``regular``: classic and consumer groups, the
-    plain ``--list``), groups of protocol type "" or "consumer" only, in the iteration order of
-    the admin client's HashMap of listings (by group id)."""
-    client.metadata([])
-    found: dict[str, Listing] = {}
-    for node in sorted(client.nodes):
-        v = client.version(16, node)
-        type_filter = ["classic", "consumer"] if regular else list(types or [])
-        req = ListGroupsRequest(states_filter=list(states or []) if v >= 4 else [],
-                                types_filter=type_filter if v >= 5 else [])
-        resp, v = client.send(req, node=node)
-        if resp.error_code:
-            raise KafkaError(resp.error_code, what="ListGroups")
-        for g in resp.groups:
-            if g.protocol_type not in ("consumer", ""):
-                continue
-            group_type = TYPES.get(g.group_type.lower(), "Unknown") if v >= 5 and g.group_type else "Unknown"
-            state = STATES.get(g.group_state.lower(), "Unknown") if v >= 4 else "Unknown"
-            if v < 4 and states and state.lower() not in {s.lower() for s in states}:
-                continue
-            found[g.group_id] = Listing(g.group_id, group_type, state)
-    return [found[g] for g in java_hash_order(list(found), java_string_hash)]
-
-
-def _partitions(assignment: Any) -> list[tuple[str, int]]:
-    return [(tp.topic_name, p) for tp in assignment.topic_partitions for p in tp.partitions]
-
-
-def describe_group(client: Client, group_id: str) -> Group:
-    """Kafka's ``Admin.describeConsumerGroups`` for one group: ConsumerGroupDescribe, then
-    DescribeGroups if the group is not a consumer group (or API 69 is not served)."""
-    node = client.find_coordinator(group_id)
-    if client.supports(ConsumerGroupDescribeRequest.API_KEY, node):
-        resp, v = client.send(ConsumerGroupDescribeRequest(group_ids=[group_id],
-                                                           include_authorized_operations=False), node=node)
-        d = resp.groups[0]
-        if not d.error_code:
-            members = [{"id": m.member_id, "instance": m.instance_id or "", "client": m.client_id,
-                        "host": m.client_host, "assignment": _partitions(m.assignment),
-                        "target": _partitions(m.target_assignment), "epoch": m.member_epoch,
-                        "upgraded": None if v < 1 or m.member_type < 0 else m.member_type == 1}
-                       for m in d.members]
-            return Group(group_id, STATES.get(d.group_state.lower(), d.group_state), "consumer",
-                         d.assignor_name, node, members, "consumer", d.group_epoch, d.assignment_epoch)
-        if d.error_code != ErrorCode.GROUP_ID_NOT_FOUND:
-            raise KafkaError(d.error_code, d.error_message, what=f"ConsumerGroupDescribe {group_id}")
-    resp, _ = client.send(DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False),
-                          node=node)
-    g = resp.groups[0]
-    if g.error_code:
-        raise KafkaError(g.error_code, what=f"DescribeGroups {group_id}")
-    if g.protocol_type not in ("consumer", ""):
-        raise ToolError(f"java.lang.IllegalArgumentException: GroupId {group_id} is not a consumer group "
-                        f"({g.protocol_type}).")
-    members = [{"id": m.member_id, "instance": m.group_instance_id or "", "client": m.client_id,
-                "host": m.client_host,
-                "assignment": decode_assignment(m.member_assignment) if g.protocol_type == "consumer" else [],
-                "target": None, "epoch": None, "upgraded": None}
-               for m in g.members]
-    return Group(group_id, g.group_state, g.protocol_type, g.protocol_data, node, members)
-
-
-def committed_offsets(client: Client, group_id: str, node: int) -> dict[tuple[str, int], int]:
-    """Every committed offset of the group (OffsetFetch with all topics); -1 entries dropped."""
-    return {tp: offset for tp, (offset, _) in committed_with_epochs(client, group_id, node).items()}
-
-
-def committed_with_epochs(client: Client, group_id: str, node: int
-                          ) -> dict[tuple[str, int], tuple[int, int | None]]:
-    """Every committed offset of the group with its leader epoch (None when not committed)."""
-    v = client.version(9, node)
-    if v >= 8:
-        req = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
-            group_id=group_id, member_id=None, member_epoch=-1, topics=None)], require_stable=True)
-        resp, _ = client.send(req, node=node)
-        grp = resp.groups[0]
-        if grp.error_code:
-            raise KafkaError(grp.error_code, what=f"OffsetFetch {group_id}")
-        topics = grp.topics
-    else:
-        req = OffsetFetchRequest(group_id=group_id, topics=None, require_stable=True)
-        resp, v = client.send(req, node=node)
-        if getattr(resp, "error_code", 0):
-            raise KafkaError(resp.error_code, what=f"OffsetFetch {group_id}")
-        topics = resp.topics
-    out = {}
-    for t in topics:
-        for p in t.partitions:
-            if not p.error_code and p.committed_offset >= 0:
-                epoch = p.committed_leader_epoch if v >= 5 and p.committed_leader_epoch >= 0 else None
-                out[(t.name, p.partition_index)] = (p.committed_offset, epoch)
-    return out
-
-
-def _fmt(widths: list[int | None], values: list[Any]) -> str:
-    """Java's ``%-Ns`` joined by spaces; width None is a bare ``%s``."""
-    return " ".join(str(v) if w is None else f"{v!s:<{w}}" for w, v in zip(widths, values, strict=True))
 
 
 def _state_notice(g: Group) -> bool:
@@ -264,9 +117,9 @@ def print_offsets(client: Client, g: Group, verbose: bool = False) -> None:
         rows = [r[:3] + [r[9]] + r[3:9] for r in rows]
     else:
         rows = [r[:9] for r in rows]
-    out = "\n" + _fmt(widths, head)
+    out = "\n" + fmt_columns(widths, head)
     for r in rows:
-        out += "\n" + _fmt(widths, r)
+        out += "\n" + fmt_columns(widths, r)
     sys.stdout.write(out + "\n")
 
 
@@ -308,17 +161,17 @@ def print_members(g: Group, verbose: bool = False) -> None:
         vwidths.append(None)
         vhead.append("UPGRADED")
     target_epoch = MISSING if g.assignment_epoch is None else g.assignment_epoch
-    out = "\n" + _fmt(widths, head) + " " + (_fmt(vwidths, vhead) if verbose else "") + "\n"
+    out = "\n" + fmt_columns(widths, head) + " " + (fmt_columns(vwidths, vhead) if verbose else "") + "\n"
     for m in ms:
         vals = [g.group_id, m["id"]] + ([m["instance"]] if with_instance else []) + \
                [m["host"], m["client"], len(m["assignment"])]
-        out += _fmt(widths, vals) + " "
+        out += fmt_columns(widths, vals) + " "
         if verbose:
             vvals = [MISSING if m["epoch"] is None else m["epoch"], current[m["id"]], target_epoch,
                      target[m["id"]]]
             if migrating:
                 vvals.append(MISSING if m["upgraded"] is None else str(m["upgraded"]).lower())
-            out += _fmt(vwidths, vvals)
+            out += fmt_columns(vwidths, vvals)
         out += "\n"
     sys.stdout.write(out)
 
@@ -335,92 +188,9 @@ def print_state(client: Client, g: Group, verbose: bool = False) -> None:
         head[4:4] = ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
         vals[4:4] = [MISSING if e is None else e for e in (g.group_epoch, g.assignment_epoch)]
         widths[4:4] = [15, 25]
-    out = "\n" + _fmt(widths, head)
-    out += "\n" + _fmt(widths, vals)
+    out = "\n" + fmt_columns(widths, head)
+    out += "\n" + fmt_columns(widths, vals)
     sys.stdout.write(out + "\n")
-
-
-def parse_datetime_ms(s: str) -> int:
-    """Kafka's --to-datetime: 'YYYY-MM-DDTHH:mm:SS.sss', optionally with a zone (Z, +hh:mm);
-    without one it is local time, as in Kafka (Utils.getDateTime)."""
-    text = s.strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ToolError(f"Error parsing date '{s}': expected yyyy-MM-dd'T'HH:mm:ss.SSS") from None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return int(when.timestamp() * 1000)
-
-
-def _partitions_to_reset(client: Client, g: Group, topics: tuple[str, ...], all_topics: bool
-                         ) -> list[tuple[str, int]]:
-    if all_topics:
-        return list(committed_offsets(client, g.group_id, g.coordinator))
-    out: list[tuple[str, int]] = []
-    for spec in topics:
-        name, sep, parts = spec.partition(":")
-        if sep:
-            out.extend((name, int(p)) for p in parts.split(","))
-        else:
-            out.extend(tp for tp in sorted(client.partition_leaders([name])))
-    return out
-
-
-def reset_plan(client: Client, g: Group, tps: list[tuple[str, int]], *, to_earliest: bool,
-               to_latest: bool, to_datetime: str | None, shift_by: int | None, to_offset: int | None
-               ) -> dict[tuple[str, int], int]:
-    leaders = client.partition_leaders(sorted({t for t, _ in tps}))
-    missing = [tp for tp in tps if tp not in leaders]
-    if missing:
-        raise ToolError("The partitions \"" + ",".join(f"{t}-{p}" for t, p in missing) + "\" do not exist")
-    earliest = client.list_offsets(tps, -2)
-    latest = client.list_offsets(tps, -1)
-
-    def clamp(tp: tuple[str, int], offset: int) -> int:
-        lo, hi = earliest.get(tp) or 0, latest.get(tp) or 0
-        return min(max(offset, lo), hi)
-
-    if to_earliest:
-        return {tp: earliest.get(tp) or 0 for tp in tps}
-    if to_latest:
-        return {tp: latest.get(tp) or 0 for tp in tps}
-    if to_offset is not None:
-        return {tp: clamp(tp, to_offset) for tp in tps}
-    if shift_by is not None:
-        current = committed_offsets(client, g.group_id, g.coordinator)
-        plan = {}
-        for tp in tps:
-            if tp not in current:
-                raise ToolError(f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no "
-                                "current committed offset")
-            plan[tp] = clamp(tp, current[tp] + shift_by)
-        return plan
-    if to_datetime is not None:
-        at = client.list_offsets(tps, parse_datetime_ms(to_datetime))
-        return {tp: at[tp] if at.get(tp) is not None else (latest.get(tp) or 0) for tp in tps}
-    raise click.UsageError("--reset-offsets needs one of --to-earliest, --to-latest, --to-offset, "
-                           "--to-datetime, --shift-by")
-
-
-def commit(client: Client, g: Group, plan: dict[tuple[str, int], int]) -> None:
-    by_topic: dict[str, list[tuple[int, int]]] = {}
-    for (t, p), o in plan.items():
-        by_topic.setdefault(t, []).append((p, o))
-    req = OffsetCommitRequest(group_id=g.group_id, generation_id_or_member_epoch=-1, member_id="",
-                              group_instance_id=None, retention_time_ms=-1, topics=[
-        OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=[
-            OffsetCommitRequest.OffsetCommitRequestPartition(
-                partition_index=p, committed_offset=o, committed_leader_epoch=-1,
-                commit_timestamp=-1, committed_metadata="") for p, o in ps])
-        for t, ps in by_topic.items()])
-    resp, _ = client.send(req, node=g.coordinator)
-    for t in resp.topics:
-        for p in t.partitions:
-            if p.error_code:
-                raise KafkaError(p.error_code, what=f"OffsetCommit {t.name}-{p.partition_index}")
 
 
 @click.command("consumer-groups", help="List, describe, delete consumer groups or reset their offsets "
@@ -482,7 +252,7 @@ def consumer_groups(bootstrap_server: str, command_config: str | None, do_list: 
                 if failed:
                     sys.exit(1)
             else:
-                _reset(client, ids, topics, all_topics, to_earliest, to_latest, to_datetime, shift_by,
+                reset_offsets(client, ids, topics, all_topics, to_earliest, to_latest, to_datetime, shift_by,
                        to_offset, dry_run, execute)
     except (ToolError, OSError) as e:
         click.echo(f"\nError: Executing consumer group command failed due to {e}")
@@ -519,9 +289,9 @@ def _list(client: Client, state: str | None, group_types: str | None) -> None:
         head.append("STATE")
         cols.append(lambda g: g.state)
     widths: list[int | None] = [width] + [20] * (len(head) - 1)
-    click.echo(_fmt(widths, head))
+    click.echo(fmt_columns(widths, head))
     for g in listed:
-        click.echo(_fmt(widths, [c(g) for c in cols]))
+        click.echo(fmt_columns(widths, [c(g) for c in cols]))
 
 
 def exception_text(code: int) -> str:
@@ -558,49 +328,3 @@ def _delete(client: Client, ids: list[str]) -> None:
     if ok:
         click.echo("\nThese consumer groups were deleted successfully: " + ", ".join(f"'{g}'" for g in ok))
     sys.exit(1)
-
-
-def _reset(client: Client, ids: list[str], topics: tuple[str, ...], all_topics: bool, to_earliest: bool,
-           to_latest: bool, to_datetime: str | None, shift_by: int | None, to_offset: int | None,
-           dry_run: bool, execute: bool) -> None:
-    if not topics and not all_topics:
-        raise click.UsageError("One of the reset scopes should be defined: --all-topics, --topic.")
-    if dry_run and execute:
-        raise click.UsageError("--dry-run and --execute are exclusive")
-    if not dry_run and not execute:
-        click.echo("WARN: No action will be performed as the --execute option is missing. Add --dry-run "
-                   "explicitly when scripting this command to keep the default behavior.")
-    plans: dict[str, dict[tuple[str, int], int]] = {}
-    failed = False
-    for gid in ids:
-        g = describe_group(client, gid)
-        if g.state not in ("Empty", "Dead"):
-            click.echo(f"\nError: Assignments can only be reset if the group '{gid}' is inactive, but the "
-                       f"current state is {g.state}.")
-            plans[gid] = {}
-            failed = True
-            continue
-        tps = _partitions_to_reset(client, g, topics, all_topics)
-        plan = reset_plan(client, g, tps, to_earliest=to_earliest, to_latest=to_latest,
-                          to_datetime=to_datetime, shift_by=shift_by, to_offset=to_offset)
-        if execute:
-            commit(client, g, plan)
-        plans[gid] = plan
-    _print_plans(plans)
-    if failed:
-        sys.exit(1)
-
-
-def _print_plans(plans: dict[str, dict[tuple[str, int], int]]) -> None:
-    """OffsetsUtils.printOffsetsToReset: groups and partitions in Java HashMap order."""
-    wg = max([15] + [len(g) for g in plans])
-    wt = max([15] + [len(t) for p in plans.values() for t, _ in p])
-    widths: list[int | None] = [wg, wt, 10, None]
-    out = ""
-    if plans:
-        out += "\n" + _fmt(widths, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])
-    for gid in java_hash_order(list(plans), java_string_hash):
-        plan = plans[gid]
-        for t, p in java_hash_order(list(plan), topic_partition_hash):
-            out += "\n" + _fmt(widths, [gid, t, p, plan[(t, p)]])
-    sys.stdout.write(out + "\n")
