@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from groups.append_errors import group_metadata_error
+from groups.classic_group import ClassicGroup
 from groups.consumer import classic_members
 from groups.consumer import records as R
 from groups.consumer.conversion import (
@@ -31,6 +32,7 @@ from groups.consumer.conversion import (
 )
 from groups.consumer.errors import GroupApiError
 from groups.consumer.group import ConsumerGroup
+from groups.group_manager import group_metadata_value
 from groups.group_state import GroupState
 from groups.member import ClassicGroupMember
 from groups.records import Record, group_metadata_record, group_metadata_tombstone
@@ -174,10 +176,7 @@ class Migration:
             return []
         gid = group.group_id
         tombstones = [R.encode(ch) for ch in c._consumer_group_tombstones(group)]
-        classic = c.members.get_or_create(gid, False)
-        assert classic is None, "a group id is one type at a time"
-        from groups.classic_group import ClassicGroup
-
+        assert gid not in c.groups, "a group id is one type at a time"
         now = c.clock.milliseconds()
         classic = ClassicGroup(gid, GroupState.STABLE, generation_id=group.group_epoch,
                                protocol_type="consumer", current_state_timestamp_ms=now)
@@ -195,8 +194,6 @@ class Migration:
             meta = m.metadata(classic.protocol_name)
             version = int.from_bytes(meta[:2], "big", signed=True) if len(meta) >= 2 else 0
             m.assignment = encode_assignment(group.target_of(m.member_id), image, version)
-        from groups.group_manager import group_metadata_value
-
         record = group_metadata_record(group_metadata_value(classic, classic.group_assignment()), gid)
         c.consumer.drop(gid)
         c.groups[gid] = classic

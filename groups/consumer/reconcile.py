@@ -138,14 +138,12 @@ class _Builder:
             return member.with_epoch(epoch).update(
                 state=MemberState.UNREVOKED_PARTITIONS, assigned=new_assigned,
                 pending_revocation=new_pending)
-        if to_assign:
-            for topic_id, partitions in to_assign.items():
-                epochs = new_assigned.setdefault(topic_id, {})
-                for p in partitions:
-                    epochs[p] = self.target_epoch
-            state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-        else:
-            state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+        # nothing to revoke: the member moves to the target epoch with the free partitions
+        for topic_id, partitions in to_assign.items():
+            epochs = new_assigned.setdefault(topic_id, {})
+            for p in partitions:
+                epochs[p] = self.target_epoch
+        state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
         return member.with_epoch(self.target_epoch).update(
             state=state, assigned=new_assigned, pending_revocation={})
 
